@@ -1,0 +1,21 @@
+# The two commands a newcomer needs: `make run` and `make test`. See README.md.
+.PHONY: run test bench lint setup lock
+
+setup:
+	@bash scripts/setup.sh
+
+run:
+	@bash scripts/run.sh
+
+test:
+	@bash scripts/test.sh $(ARGS)
+
+bench:
+	@bash scripts/bench.sh
+
+lint:
+	@.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+# Re-resolve the hashed lock after editing pyproject.toml.
+lock:
+	@.venv/bin/pip-compile -q --generate-hashes --extra dev --strip-extras -o requirements.lock pyproject.toml

@@ -1,0 +1,156 @@
+"""Settings shared by every environment. Everything that differs between deployments is read from
+environment variables (see README.md for the list)."""
+
+from pathlib import Path
+
+import environ
+from kombu import Queue
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+env = environ.Env()
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="dev-only-insecure-key-change-me")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "sources",
+    "ingestion",
+    "retrieval",
+    "agents",
+    "integrations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:63799/0")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(BASE_DIR / "media")))
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/app/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "sources.api.auth.ApiKeyAuthentication",
+        "sources.api.auth.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Celery: two named queues; a task is acknowledged only once it has finished, so a worker
+# that dies mid-task hands the message to another worker instead of losing it.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TASK_QUEUES = [Queue("crawl"), Queue("index")]
+CELERY_TASK_DEFAULT_QUEUE = "index"
+CELERY_TASK_ROUTES = {
+    "ingestion.tasks.crawl_*": {"queue": "crawl"},
+    "ingestion.tasks.index_*": {"queue": "index"},
+}
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=90)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=120)
+# Redis redelivers an unacknowledged message after this long; it must exceed the longest task.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# --- Backends chosen by the deployment (see config/backends.py) ---
+EMBEDDERS = {
+    "default": {
+        "BACKEND": env("EMBEDDER_BACKEND", default="retrieval.embedders.local.MiniLMOnnxEmbedder"),
+        "OPTIONS": {
+            "base_url": env("EMBEDDER_BASE_URL", default=""),
+            "api_key": env("EMBEDDER_API_KEY", default=""),
+            "model": env("EMBEDDER_MODEL", default=""),
+            "dimensions": env.int("EMBEDDER_DIMENSIONS", default=384),
+        },
+    }
+}
+VECTOR_STORES = {
+    "default": {
+        "BACKEND": env("VECTOR_STORE_BACKEND", default="retrieval.stores.pgvector.PgVectorStore"),
+        "OPTIONS": {},
+    }
+}
+
+# --- Ingestion limits ---
+EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=100)
+CHUNK_TARGET_CHARS = env.int("CHUNK_TARGET_CHARS", default=2000)
+CHUNK_OVERLAP_CHARS = env.int("CHUNK_OVERLAP_CHARS", default=200)
+TEXT_SOURCE_MAX_CHARS = env.int("TEXT_SOURCE_MAX_CHARS", default=1_000_000)
+SEARCH_MAX_TOP_K = 50
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Grounded API",
+    "DESCRIPTION": "Sources, search and agents for a workspace's knowledge.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}

@@ -1,0 +1,113 @@
+"""Split text into passages that keep their meaning.
+
+The chunker prefers the strongest boundary that fits: Markdown headings, then blank lines (paragraphs,
+packed greedily up to the target size), then sentences, and only as a last resort a plain character
+window. A small overlap of whole sentences carries context across a seam.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass
+
+CHUNK_NAMESPACE = uuid.UUID("6f1f3f5e-7c1b-4d2a-9a55-2b1f0c9e7d11")
+
+_HEADING = re.compile(r"(?m)^(?=#{1,6}\s)")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+# A sentence ends at . ! ? or their CJK forms, followed by space or the end; abbreviations may split
+# early, which costs little because sentences are packed back together.
+_SENTENCE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\uff1f])")
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    position: int
+    text: str
+
+
+def chunk_id(document_id: int, position: int, text: str) -> uuid.UUID:
+    """A stable id: the same text at the same place of the same document gets the same id."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return uuid.uuid5(CHUNK_NAMESPACE, f"{document_id}:{position}:{digest}")
+
+
+def chunk_text(text: str, *, target_chars: int = 2000, overlap_chars: int = 200) -> list[TextChunk]:
+    if target_chars < 100:
+        raise ValueError("target_chars must be at least 100")
+    overlap_chars = max(0, min(overlap_chars, target_chars // 4))
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not text:
+        return []
+    pieces: list[tuple[str, str]] = []
+    for section in (s for s in _HEADING.split(text) if s.strip()):
+        pieces.extend(_split_to_fit(section.strip(), target_chars, level=0, joiner="\n\n"))
+    packed = _pack(pieces, target_chars, overlap_chars)
+    return [TextChunk(position=i, text=chunk) for i, chunk in enumerate(packed)]
+
+
+def _split_to_fit(text: str, limit: int, *, level: int, joiner: str) -> list[tuple[str, str]]:
+    """Cut text into (piece, joiner) pairs no longer than limit, at the strongest boundary available.
+
+    The joiner is what separated the piece from the one before it: a blank line between paragraphs,
+    a space between sentences of one paragraph, so packing puts the text back together faithfully.
+    """
+    if len(text) <= limit:
+        return [(text, joiner)]
+    splitters = ((_PARAGRAPH, "\n\n"), (_SENTENCE, " "))
+    if level >= len(splitters):
+        return [(piece, " ") for piece in _window(text, limit)]
+    splitter, inner_joiner = splitters[level]
+    parts = [p.strip() for p in splitter.split(text) if p.strip()]
+    if len(parts) <= 1:
+        return _split_to_fit(text, limit, level=level + 1, joiner=joiner)
+    out: list[tuple[str, str]] = []
+    for i, part in enumerate(parts):
+        out.extend(_split_to_fit(part, limit, level=level + 1, joiner=joiner if i == 0 else inner_joiner))
+    return out
+
+
+def _window(text: str, limit: int) -> list[str]:
+    """Last resort for text with no sentence boundary: cut at whitespace near the limit."""
+    out = []
+    while len(text) > limit:
+        cut = text.rfind(" ", limit // 2, limit)
+        cut = cut if cut > 0 else limit
+        out.append(text[:cut].strip())
+        text = text[cut:].strip()
+    if text:
+        out.append(text)
+    return out
+
+
+def _pack(pieces: list[tuple[str, str]], limit: int, overlap: int) -> list[str]:
+    chunks: list[str] = []
+    current = ""
+    for piece, joiner in pieces:
+        starts_section = piece.startswith("#")
+        if current and (len(current) + len(joiner) + len(piece) > limit or starts_section):
+            chunks.append(current)
+            current = "" if starts_section else _overlap_tail(current, overlap)
+            if len(current) + len(joiner) + len(piece) > limit:
+                current = ""
+        current = f"{current}{joiner}{piece}" if current else piece
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _overlap_tail(chunk: str, overlap: int) -> str:
+    """The last whole sentences of the previous chunk, up to `overlap` characters, to start the next."""
+    if overlap <= 0:
+        return ""
+    last_paragraph = chunk.rsplit("\n\n", 1)[-1]
+    sentences = [s.strip() for s in _SENTENCE.split(last_paragraph) if s.strip()]
+    tail: list[str] = []
+    size = 0
+    for sentence in reversed(sentences):
+        if size + len(sentence) > overlap:
+            break
+        tail.insert(0, sentence)
+        size += len(sentence) + 1
+    return " ".join(tail)

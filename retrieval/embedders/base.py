@@ -1,0 +1,34 @@
+"""The embedder interface. Vectors come back L2-normalised, one row per input text."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class EmbeddingError(RuntimeError):
+    """The embedder could not produce vectors. `message` is for people; `detail` for operators."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail or message
+
+
+class Embedder(ABC):
+    #: Stored with every vector, so a change of model is detected instead of mixing vector spaces.
+    model_name: str
+    dimensions: int
+
+    @abstractmethod
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Vectors for passages, shape (len(texts), dimensions), float32, unit length."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)

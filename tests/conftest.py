@@ -1,0 +1,184 @@
+"""Shared fixtures: two workspaces, people with each role, an outsider, API clients, a real worker.
+
+Django is imported inside fixtures, so test modules that need no database can run without it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture
+def workspace(db):
+    from sources.models import Workspace
+
+    return Workspace.objects.create(name="Acme", slug="acme")
+
+
+@pytest.fixture
+def other_workspace(db):
+    from sources.models import Workspace
+
+    return Workspace.objects.create(name="Globex", slug="globex")
+
+
+def _member(workspace, username: str, role: str):
+    from django.contrib.auth import get_user_model
+
+    from sources.models import Membership
+    from sources.tenancy import workspace_scope
+
+    user = get_user_model().objects.create_user(username, f"{username}@example.com", "pw-for-tests-123")
+    with workspace_scope(workspace.id):
+        Membership.objects.create(user=user, role=role)
+    return user
+
+
+@pytest.fixture
+def owner(workspace):
+    return _member(workspace, "olivia", "owner")
+
+
+@pytest.fixture
+def member(workspace):
+    return _member(workspace, "mark", "member")
+
+
+@pytest.fixture
+def outsider(other_workspace):
+    """Someone who belongs to another workspace only."""
+    return _member(other_workspace, "oscar", "owner")
+
+
+@pytest.fixture
+def agent(workspace):
+    from agents.models import Agent
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        return Agent.objects.create(name="Support bot", allowed_origins=["https://acme.example"])
+
+
+@pytest.fixture
+def other_agent(other_workspace):
+    from agents.models import Agent
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(other_workspace.id):
+        return Agent.objects.create(name="Globex bot")
+
+
+def _api_client(workspace):
+    from rest_framework.test import APIClient
+
+    from sources.services import api_key_create
+
+    _key, raw = api_key_create(workspace=workspace, name="tests")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def api(workspace):
+    """An API client holding a key of `workspace`."""
+    return _api_client(workspace)
+
+
+@pytest.fixture
+def outsider_api(other_workspace):
+    """An API client holding a key of another workspace."""
+    return _api_client(other_workspace)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache(request):
+    """Each test starts with an empty cache (rate limits, semantic cache). The broker lives in another
+    Redis database, so a running worker keeps its queues."""
+    if request.config.pluginmanager.hasplugin("django"):
+        from django.core.cache import cache
+
+        cache.clear()
+    yield
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process consuming both queues, on the test database and test Redis."""
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        PYTHONUNBUFFERED="1",
+    )
+    log_path = ROOT / ".local" / "test-worker.log"
+    log_path.parent.mkdir(exist_ok=True)
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "crawl,index",
+            "--concurrency",
+            "1",
+            "-n",
+            f"test-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    from config.celery import app
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited early; see {log_path}")
+        if app.control.ping(timeout=0.5):
+            break
+    else:
+        process.kill()
+        raise RuntimeError(f"the Celery worker did not answer within 60 s; see {log_path}")
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2):
+    """Poll until predicate() returns something truthy; fail the test with the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"condition not met within {timeout} s (last value: {value!r})")

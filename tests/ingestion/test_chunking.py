@@ -1,0 +1,59 @@
+from itertools import pairwise
+
+from ingestion.chunking import chunk_id, chunk_text
+
+
+def paragraph(n: int, words: int = 40) -> str:
+    return " ".join(f"word{n}_{i}" for i in range(words)) + "."
+
+
+def test_short_text_is_one_chunk():
+    assert [c.text for c in chunk_text("Hello there. How are you?")] == ["Hello there. How are you?"]
+
+
+def test_empty_text_gives_no_chunks():
+    assert chunk_text("  \n\n ") == []
+
+
+def test_paragraphs_are_packed_up_to_the_target_and_never_cut_mid_paragraph():
+    paragraphs = [paragraph(n) for n in range(30)]  # ~450 characters each
+    chunks = chunk_text("\n\n".join(paragraphs), target_chars=1000, overlap_chars=0)
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert len(chunk.text) <= 1000
+        for piece in chunk.text.split("\n\n"):
+            assert piece in paragraphs
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+
+
+def test_a_long_paragraph_falls_back_to_sentences():
+    sentences = [f"Sentence number {i} says something about topic {i}." for i in range(100)]
+    chunks = chunk_text(" ".join(sentences), target_chars=500, overlap_chars=0)
+    assert all(len(c.text) <= 500 for c in chunks)
+    for chunk in chunks:
+        assert chunk.text.endswith(".")  # cut at a sentence boundary, not mid-sentence
+
+
+def test_overlap_carries_the_last_sentence_into_the_next_chunk():
+    sentences = [f"Fact {i} is stated here." for i in range(200)]
+    chunks = chunk_text(" ".join(sentences), target_chars=400, overlap_chars=60)
+    for prev, nxt in pairwise(chunks):
+        last_sentence = prev.text.split(". ")[-1].rstrip(".")
+        assert last_sentence in nxt.text
+
+
+def test_text_without_boundaries_uses_a_character_window():
+    chunks = chunk_text("x" * 5000, target_chars=1000, overlap_chars=0)
+    assert len(chunks) == 5 and all(len(c.text) == 1000 for c in chunks)
+
+
+def test_headings_start_new_chunks():
+    text = "# Install\n\nRun the installer.\n\n# Configure\n\nEdit the settings file."
+    chunks = chunk_text(text, target_chars=2000)
+    assert [c.text.splitlines()[0] for c in chunks] == ["# Install", "# Configure"]
+
+
+def test_chunk_ids_are_stable_for_the_same_text():
+    assert chunk_id(1, 0, "abc") == chunk_id(1, 0, "abc")
+    assert chunk_id(1, 0, "abc") != chunk_id(1, 0, "abd")
+    assert chunk_id(1, 0, "abc") != chunk_id(2, 0, "abc")

@@ -1,0 +1,40 @@
+"""The built-in embedder: a real model, loaded from installed packages, with no network."""
+
+import numpy as np
+import pytest
+
+from retrieval.embedders.local import MiniLMOnnxEmbedder
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return MiniLMOnnxEmbedder()
+
+
+def test_vectors_are_unit_length_with_384_dimensions(embedder):
+    vectors = embedder.embed_documents(["first passage", "a second, longer passage of text", ""])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrases_are_closer_than_unrelated_text(embedder):
+    question, paraphrase, unrelated = embedder.embed_documents(
+        [
+            "How do I reset my password?",
+            "Steps to change your account password",
+            "The tide comes in twice a day.",
+        ]
+    )
+    assert question @ paraphrase > 0.6
+    assert question @ unrelated < 0.2
+
+
+def test_batch_order_and_padding_do_not_change_a_vector(embedder):
+    texts = ["short", "a much longer text " * 20, "medium length text here"]
+    together = embedder.embed_documents(texts)
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_no_texts_gives_an_empty_matrix(embedder):
+    assert embedder.embed_documents([]).shape == (0, 384)
