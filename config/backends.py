@@ -66,3 +66,4 @@ class BackendHandler(Generic[T]):
 
 embedders: BackendHandler[Any] = BackendHandler("EMBEDDERS")
 vector_stores: BackendHandler[Any] = BackendHandler("VECTOR_STORES")
+rerankers: BackendHandler[Any] = BackendHandler("RERANKERS")

@@ -11,6 +11,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from ingestion.chunking import chunk_id, chunk_text
+from retrieval import cache as semantic_cache
 from retrieval.embedders.base import EmbeddingError
 from retrieval.services import delete_chunk_vectors, store_chunk_vectors
 from retrieval.stores.base import VectorStoreError
@@ -49,11 +50,11 @@ def document_index(*, document: Document) -> None:
             chunks = _build_chunks(document)
             old_ids = [str(i) for i in document.chunks.values_list("id", flat=True)]
             with transaction.atomic():
+                # Through the store first, so its keyword statistics stay in step, then the rows.
+                delete_chunk_vectors(workspace_id=document.workspace_id, chunk_ids=old_ids)
                 Chunk.objects.filter(document=document).delete()
                 Chunk.objects.bulk_create(chunks)
-                store_chunk_vectors(workspace_id=document.workspace_id, chunks=chunks)
-                stale = sorted(set(old_ids) - {str(c.id) for c in chunks})
-                delete_chunk_vectors(workspace_id=document.workspace_id, chunk_ids=stale)
+                store_chunk_vectors(workspace_id=document.workspace_id, chunks=chunks, title=document.title)
                 Document.objects.filter(id=document.id).update(status=Status.DONE, error="", error_detail="")
         except (EmbeddingError, IndexingError) as exc:
             _fail_document(document, exc.message, exc.detail)
@@ -133,3 +134,6 @@ def source_refresh_status(*, source_id: int) -> None:
         else:
             update.update(status=Status.DONE, indexed_at=timezone.now())
     Source.objects.filter(id=source_id).update(**update)
+    source = Source.objects.filter(id=source_id).values("workspace_id", "agent_id").first()
+    if source:
+        semantic_cache.invalidate(workspace_id=source["workspace_id"], agent_id=source["agent_id"])

@@ -1,16 +1,49 @@
-"""Embedding, storing and searching passages, always within one workspace."""
+"""Embedding, storing and searching passages, always within one workspace.
+
+Search runs the vector and keyword retrievers with the same filters and floor, scores every
+candidate by both (so each hit's score is the stronger of its cosine and keyword score), fuses the two
+rankings, optionally reranks, and only then cuts to top_k.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from django.conf import settings
 
-from config.backends import embedders, vector_stores
-from retrieval.stores.base import VectorRecord
+from config.backends import embedders, rerankers, vector_stores
+from retrieval import cache as semantic_cache
+from retrieval import keyword
+from retrieval.fusion import FUSIONS
+from retrieval.stores.base import Filters, VectorHit, VectorRecord, validate_filters
 from sources.models import Chunk
 from sources.tenancy import workspace_scope
+
+log = logging.getLogger(__name__)
+MODES = ("hybrid", "vector", "keyword")
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    top_k: int = 5
+    min_score: float | None = None
+    mode: str = "hybrid"
+    fusion: str = field(default_factory=lambda: settings.SEARCH_FUSION)
+    vector_weight: float = field(default_factory=lambda: settings.SEARCH_VECTOR_WEIGHT)
+    keyword_weight: float = field(default_factory=lambda: settings.SEARCH_KEYWORD_WEIGHT)
+    candidates: int = 50
+    filters: Filters | None = None
+    rerank: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {sorted(FUSIONS)}")
+        validate_filters(self.filters)
 
 
 @dataclass(frozen=True)
@@ -20,8 +53,21 @@ class Passage:
     score: float
     source_id: int
     source_title: str
+    source_kind: str
     url: str
     document_id: int
+    document_title: str
+    vector_score: float | None = None
+    keyword_score: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def embedding_input(text: str, title: str) -> str:
+    """What is embedded for a chunk: the title gives a passage its context (a chunk about 'pricing'
+    means little without the product's name) without changing the stored text."""
+    if settings.EMBED_TITLE_PREFIX and title and not text.startswith(title):
+        return f"{title}\n\n{text}"
+    return text
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:
@@ -32,11 +78,15 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
 
 
-def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk]) -> None:
+def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = "") -> None:
     embedder = embedders["default"]
-    vectors = embed_texts([c.text for c in chunks])
+    inputs = [embedding_input(c.text, title) for c in chunks]
+    vectors = embed_texts(inputs)
     records = [
-        VectorRecord(chunk_id=str(c.id), vector=vectors[i], metadata=c.metadata) for i, c in enumerate(chunks)
+        VectorRecord(
+            chunk_id=str(c.id), vector=vectors[i], metadata=c.metadata, terms=keyword.term_counts(inputs[i])
+        )
+        for i, c in enumerate(chunks)
     ]
     vector_stores["default"].upsert(
         workspace_id=workspace_id, records=records, model_name=embedder.model_name
@@ -48,39 +98,130 @@ def delete_chunk_vectors(*, workspace_id: int, chunk_ids: list[str]) -> None:
         vector_stores["default"].delete(workspace_id=workspace_id, chunk_ids=chunk_ids)
 
 
-def search_passages(
-    *, workspace_id: int, query: str, top_k: int, min_score: float | None = None
-) -> list[Passage]:
+def search_hits(
+    *, workspace_id: int, query: str, params: SearchParams, vector: np.ndarray | None = None
+) -> list[tuple[VectorHit, float, float]]:
+    """Ranked (hit, vector score, keyword score) for a query; the hit's score is the reported one."""
+    store = vector_stores["default"]
     embedder = embedders["default"]
-    vector = embedder.embed_query(query)
-    hits = vector_stores["default"].search(
-        workspace_id=workspace_id,
-        vector=vector,
-        top_k=top_k,
-        min_score=min_score,
-        model_name=embedder.model_name,
+    want_vector = params.mode in ("hybrid", "vector")
+    want_keyword = params.mode in ("hybrid", "keyword")
+    if want_vector and vector is None:
+        vector = embedder.embed_query(query)
+    terms = keyword.term_counts(query) if want_keyword else {}
+    common = {"workspace_id": workspace_id, "min_score": params.min_score, "filters": params.filters}
+    by_vector = (
+        store.search(vector=vector, top_k=params.candidates, model_name=embedder.model_name, **common)
+        if want_vector
+        else []
     )
+    by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **common) if want_keyword else []
+
+    vector_scores = {h.chunk_id: h.score for h in by_vector}
+    keyword_scores = {h.chunk_id: h.score for h in by_keyword}
+    if params.mode == "hybrid":
+        # Score every candidate by both retrievers, so the reported score is really the stronger one.
+        missing = [c for c in keyword_scores if c not in vector_scores]
+        if missing:
+            rescored = store.search(
+                vector=vector, top_k=len(missing), model_name=embedder.model_name, chunk_ids=missing, **common
+            )
+            vector_scores.update({h.chunk_id: h.score for h in rescored})
+        missing = [c for c in vector_scores if c not in keyword_scores]
+        if missing and terms:
+            rescored = store.keyword_search(terms=terms, top_k=len(missing), chunk_ids=missing, **common)
+            keyword_scores.update({h.chunk_id: h.score for h in rescored})
+        fused = FUSIONS[params.fusion]([by_vector, by_keyword], [params.vector_weight, params.keyword_weight])
+        order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    else:
+        order = [h.chunk_id for h in (by_vector or by_keyword)]
+
+    ranked = []
+    for cid in order:
+        v, k = vector_scores.get(cid, 0.0), keyword_scores.get(cid, 0.0)
+        score = max(0.0, min(1.0, max(v, k)))
+        if params.min_score is not None and score < params.min_score:
+            continue
+        ranked.append((VectorHit(chunk_id=cid, score=score), v, k))
+    return ranked
+
+
+def search_passages(
+    *, workspace_id: int, query: str, params: SearchParams | None = None, agent_id: int | None = None
+) -> list[Passage]:
+    """Passages for a query. With an agent, only that agent's sources are searched, and the agent's
+    semantic cache may answer for a query close enough to a recent one."""
+    params = params or SearchParams()
+    if agent_id is None:
+        ranked = search_hits(workspace_id=workspace_id, query=query, params=params)
+    else:
+        params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
+        vector = embedders["default"].embed_query(query)
+        params_key = semantic_cache.params_key(asdict(params))
+        ranked = semantic_cache.lookup(
+            workspace_id=workspace_id, agent_id=agent_id, vector=vector, params_key=params_key
+        )
+        if ranked is None:
+            ranked = search_hits(workspace_id=workspace_id, query=query, params=params, vector=vector)
+            semantic_cache.store(
+                workspace_id=workspace_id,
+                agent_id=agent_id,
+                vector=vector,
+                params_key=params_key,
+                hits=ranked,
+            )
+    candidates = ranked[: max(params.top_k, 50) if params.rerank else params.top_k]
+    passages = _load_passages(workspace_id, candidates)
+    if params.rerank and passages:
+        passages = rerank_passages(query, passages, params.rerank)
+    return passages[: params.top_k]
+
+
+def rerank_passages(query: str, passages: list[Passage], alias: str) -> list[Passage]:
+    """Reorder by a reranker's scores; on any failure or invalid score, keep the retrieval order."""
+    candidates = passages[:50]
+    try:
+        scores = rerankers[alias].rerank(query, [p.text for p in candidates])
+        valid = len(scores) == len(candidates) and all(
+            isinstance(s, int | float) and not isinstance(s, bool) and np.isfinite(s) for s in scores
+        )
+    except Exception:
+        log.warning("reranker %r failed; keeping the retrieval order", alias, exc_info=True)
+        return passages
+    if not valid:
+        log.warning("reranker %r returned invalid scores; keeping the retrieval order", alias)
+        return passages
+    order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
+    return [candidates[i] for i in order] + passages[50:]
+
+
+def _load_passages(workspace_id: int, ranked: list[tuple[VectorHit, float, float]]) -> list[Passage]:
     with workspace_scope(workspace_id):
         chunks = {
             str(c.id): c
-            for c in Chunk.objects.filter(id__in=[h.chunk_id for h in hits]).select_related(
+            for c in Chunk.objects.filter(id__in=[h.chunk_id for h, _, _ in ranked]).select_related(
                 "source", "document"
             )
         }
     passages = []
-    for hit in hits:
+    for hit, vector_score, keyword_score in ranked:
         chunk = chunks.get(hit.chunk_id)
-        if chunk is None:  # deleted between the vector search and now
+        if chunk is None:  # deleted between the search and now
             continue
         passages.append(
             Passage(
                 chunk_id=hit.chunk_id,
                 text=chunk.text,
-                score=max(0.0, min(1.0, hit.score)),
+                score=hit.score,
                 source_id=chunk.source_id,
                 source_title=chunk.source.title,
+                source_kind=chunk.source.kind,
                 url=chunk.document.url,
                 document_id=chunk.document_id,
+                document_title=chunk.document.title,
+                vector_score=vector_score,
+                keyword_score=keyword_score,
+                metadata=chunk.metadata,
             )
         )
     return passages

@@ -61,12 +61,14 @@ def _queue_ingestion(source: Source) -> None:
 
 def source_delete(*, source: Source) -> None:
     """Delete a source with its documents, chunks and vector points."""
+    from retrieval import cache as semantic_cache
     from retrieval.services import delete_chunk_vectors
 
     with workspace_scope(source.workspace_id), transaction.atomic():
         chunk_ids = [str(i) for i in source.chunks.values_list("id", flat=True)]
         delete_chunk_vectors(workspace_id=source.workspace_id, chunk_ids=chunk_ids)
         source.delete()
+    semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
 
 
 def source_mark_failed(*, source: Source, message: str, detail: str) -> None:

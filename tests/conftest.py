@@ -182,3 +182,18 @@ def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2):
             return value
         time.sleep(interval)
     pytest.fail(f"condition not met within {timeout} s (last value: {value!r})")
+
+
+def index_text(workspace, agent, title: str, content: str):
+    """Create a text source and index it in this process (the worker path is tested on its own)."""
+    from ingestion.services import source_index
+    from sources.models import Source
+    from sources.services import source_create
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        source = source_create(
+            workspace=workspace, agent_id=agent.id, kind="text", title=title, payload={"content": content}
+        )
+        source_index(source=source)
+        return Source.objects.get(id=source.id)

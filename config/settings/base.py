@@ -134,6 +134,36 @@ VECTOR_STORES = {
     }
 }
 
+# Rerankers are opt-in per search (SearchParams.rerank names an alias).
+RERANKERS = {
+    "http": {
+        "BACKEND": "retrieval.rerankers.http.HttpReranker",
+        "OPTIONS": {
+            "base_url": env("RERANKER_BASE_URL", default=""),
+            "api_key": env("RERANKER_API_KEY", default=""),
+            "model": env("RERANKER_MODEL", default=""),
+        },
+    },
+    "llm": {
+        "BACKEND": "retrieval.rerankers.llm.LLMReranker",
+        "OPTIONS": {
+            "base_url": env("LLM_BASE_URL", default=""),
+            "api_key": env("LLM_API_KEY", default=""),
+            "model": env("LLM_MODEL", default=""),
+        },
+    },
+}
+
+# --- Search ---
+# The default fusion and weights are what SciFact's train queries favoured (docs/BENCHMARKS.md).
+SEARCH_FUSION = env("SEARCH_FUSION", default="rrf")
+SEARCH_VECTOR_WEIGHT = env.float("SEARCH_VECTOR_WEIGHT", default=1.0)
+SEARCH_KEYWORD_WEIGHT = env.float("SEARCH_KEYWORD_WEIGHT", default=1.0)
+EMBED_TITLE_PREFIX = env.bool("EMBED_TITLE_PREFIX", default=True)
+SEMANTIC_CACHE_THRESHOLD = env.float("SEMANTIC_CACHE_THRESHOLD", default=0.97)
+SEMANTIC_CACHE_TTL = env.int("SEMANTIC_CACHE_TTL", default=300)
+SEMANTIC_CACHE_MAX_ENTRIES = env.int("SEMANTIC_CACHE_MAX_ENTRIES", default=100)
+
 # --- Ingestion limits ---
 EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=100)
 CHUNK_TARGET_CHARS = env.int("CHUNK_TARGET_CHARS", default=2000)

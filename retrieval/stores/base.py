@@ -1,17 +1,33 @@
-"""The vector store interface. Every method takes workspace_id as a required keyword: a store cannot
-be asked a question that is not scoped to one workspace."""
+"""The store interface: vectors and keyword postings for chunks, always within one workspace.
+
+Every method takes workspace_id as a required keyword, so a store cannot be asked a question that is
+not scoped to one workspace. Both searches return chunk ids with a score in [0, 1] (cosine similarity
+for vectors, normalised BM25 for keywords), apply `min_score` before the `top_k` cut, and apply
+metadata filters with the semantics of `matches_filters`.
+"""
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+#: Filter keys reach SQL and payload paths, so they are restricted to plain identifiers.
+FILTER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+FilterValue = str | int | float | bool | list[str | int | float | bool]
+Filters = Mapping[str, FilterValue]
+
 
 class VectorStoreError(RuntimeError):
     """The store is unreachable or refused the operation."""
+
+
+class InvalidFilter(ValueError):
+    """A filter that cannot be applied exactly; refusing is safer than searching unfiltered."""
 
 
 @dataclass(frozen=True)
@@ -19,18 +35,57 @@ class VectorRecord:
     chunk_id: str
     vector: np.ndarray
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: term -> frequency in this chunk, from retrieval.keyword.term_counts.
+    terms: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class VectorHit:
     chunk_id: str
-    #: Cosine similarity in [-1, 1]; higher is closer.
     score: float
+
+
+def validate_filters(filters: Filters | None) -> dict[str, list[Any]]:
+    """Normalise filters to key -> list of accepted values, refusing anything ambiguous.
+
+    A scalar is an exact match, a list matches any of its values, and an empty list matches nothing.
+    """
+    normalised: dict[str, list[Any]] = {}
+    for key, value in (filters or {}).items():
+        if not isinstance(key, str) or not FILTER_KEY.match(key):
+            raise InvalidFilter(f"Filter key {key!r} is not a plain identifier.")
+        values = list(value) if isinstance(value, list | tuple) else [value]
+        for item in values:
+            if not isinstance(item, str | int | float | bool) or item is None:
+                raise InvalidFilter(f"Filter {key!r} has a value of unsupported type {type(item).__name__}.")
+        normalised[key] = values
+    return normalised
+
+
+def matches_filters(metadata: Mapping[str, Any], filters: Filters | None) -> bool:
+    """The reference semantics every store implements: a multi-valued field matches when it shares
+    one element with the accepted values; a missing field matches nothing."""
+    for key, accepted in validate_filters(filters).items():
+        if key not in metadata:
+            return False
+        present = metadata[key]
+        present_values = present if isinstance(present, list) else [present]
+        if not any(_same(p, a) for p in present_values for a in accepted):
+            return False
+    return True
+
+
+def _same(left: Any, right: Any) -> bool:
+    # Python says True == 1; JSON and the stores do not, so booleans only match booleans.
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    return left == right
 
 
 class VectorStore(ABC):
     @abstractmethod
-    def upsert(self, *, workspace_id: int, records: list[VectorRecord], model_name: str) -> None: ...
+    def upsert(self, *, workspace_id: int, records: list[VectorRecord], model_name: str) -> None:
+        """Insert or replace the records' vectors, keyword terms and metadata."""
 
     @abstractmethod
     def search(
@@ -39,9 +94,32 @@ class VectorStore(ABC):
         workspace_id: int,
         vector: np.ndarray,
         top_k: int,
-        min_score: float | None = None,
         model_name: str,
-    ) -> list[VectorHit]: ...
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        chunk_ids: list[str] | None = None,
+    ) -> list[VectorHit]:
+        """Nearest chunks by cosine similarity, best first. `chunk_ids` restricts the search to those
+        chunks (hybrid search uses it to score candidates the other retriever found)."""
 
     @abstractmethod
-    def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None: ...
+    def keyword_search(
+        self,
+        *,
+        workspace_id: int,
+        terms: dict[str, int],
+        top_k: int,
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        chunk_ids: list[str] | None = None,
+    ) -> list[VectorHit]:
+        """Chunks ranked by BM25 for the query terms, best first, scores normalised to [0, 1] by the
+        best score the query could reach (see retrieval.keyword.max_score)."""
+
+    @abstractmethod
+    def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None:
+        """Remove the chunks' vectors and keyword postings; unknown ids are ignored."""
+
+    @abstractmethod
+    def count(self, *, workspace_id: int) -> int:
+        """How many chunks of the workspace have a vector."""

@@ -1,28 +1,137 @@
-"""Vectors in PostgreSQL with pgvector: the embedding column of the chunk table, HNSW with cosine."""
+"""Vectors and BM25 postings in PostgreSQL.
+
+Vectors live in the chunk table's `embedding` column (pgvector, HNSW); keyword postings in
+`retrieval_keywordposting`, with per-workspace counts in `retrieval_keywordstats`. Filters, the score
+floor and the workspace condition are all part of the SQL, so `LIMIT` applies to rows that qualify.
+Identifiers never come from callers: the metric picks from a fixed table, and filter keys are validated
+and passed as parameters.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 from django.db import connection, transaction
-from pgvector.django import CosineDistance
 
-from retrieval.stores.base import VectorHit, VectorRecord, VectorStore
-from sources.models import Chunk
-from sources.tenancy import workspace_scope
+from retrieval import keyword
+from retrieval.stores.base import Filters, VectorHit, VectorRecord, VectorStore, validate_filters
+
+# metric -> (distance operator, HNSW operator class, SQL turning the distance {d} into a similarity)
+METRICS: dict[str, tuple[str, str, str]] = {
+    "cosine": ("<=>", "vector_cosine_ops", "1 - {d}"),
+    "l2": ("<->", "vector_l2_ops", "1 - {d} * {d} / 2"),  # for unit vectors, |a-b|^2 = 2 - 2 cos
+    "ip": ("<#>", "vector_ip_ops", "-{d}"),  # pgvector returns the negative inner product
+}
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def filter_sql(filters: Filters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:
+    """SQL for metadata filters on `{alias}.metadata`, with the semantics of base.matches_filters.
+
+    Returns a condition to append (starting with AND, or empty) and its named parameters.
+    """
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for key, values in validate_filters(filters).items():
+        if not values:
+            clauses.append("FALSE")  # an empty list matches nothing
+            continue
+        k = f"fk{len(params)}"
+        params[k] = key
+        options = []
+        for value in values:
+            v, a = f"fv{len(params)}", f"fa{len(params)}"
+            params[v], params[a] = json.dumps(value), json.dumps([value])
+            field = f"{alias}.metadata -> %({k})s"
+            options.append(
+                f"({field} = %({v})s::jsonb"
+                f" OR (jsonb_typeof({field}) = 'array' AND {field} @> %({a})s::jsonb))"
+            )
+        clauses.append("(" + " OR ".join(options) + ")")
+    return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 
 class PgVectorStore(VectorStore):
-    def __init__(self, ef_search: int = 100, **_options: object) -> None:
+    def __init__(self, metric: str = "cosine", ef_search: int = 100, **_options: object) -> None:
+        if metric not in METRICS:
+            raise TypeError(f"metric must be one of {sorted(METRICS)}, not {metric!r}")
+        self.metric = metric
         self.ef_search = int(ef_search)
 
+    # --- writes ---------------------------------------------------------------------------------
+
     def upsert(self, *, workspace_id: int, records: list[VectorRecord], model_name: str) -> None:
-        with workspace_scope(workspace_id), transaction.atomic():
-            by_id = {r.chunk_id: r for r in records}
-            chunks = list(Chunk.objects.filter(id__in=list(by_id)))
-            for chunk in chunks:
-                chunk.embedding = np.asarray(by_id[str(chunk.id)].vector, dtype=np.float32)
-                chunk.embedding_model = model_name
-            Chunk.objects.bulk_update(chunks, ["embedding", "embedding_model"], batch_size=500)
+        if not records:
+            return
+        ids = [r.chunk_id for r in records]
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE sources_chunk AS c SET embedding = v.e::vector, embedding_model = %s"
+                " FROM unnest(%s::uuid[], %s::text[]) AS v(id, e) WHERE c.id = v.id AND c.workspace_id = %s",
+                [model_name, ids, [vector_literal(r.vector) for r in records], workspace_id],
+            )
+            self._delete_postings(cursor, workspace_id, ids)
+            # Only chunks of this workspace get postings, whatever ids a caller passes.
+            cursor.execute(
+                "SELECT id::text FROM sources_chunk WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
+                [workspace_id, ids],
+            )
+            owned = {row[0] for row in cursor.fetchall()}
+            rows = [
+                (workspace_id, r.chunk_id, term, tf, sum(r.terms.values()))
+                for r in records
+                if r.chunk_id in owned
+                for term, tf in r.terms.items()
+            ]
+            with cursor.cursor.copy(
+                "COPY retrieval_keywordposting (workspace_id, chunk_id, term, tf, length) FROM STDIN"
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            indexed = [r for r in records if r.chunk_id in owned and r.terms]
+            self._add_stats(cursor, workspace_id, len(indexed), sum(sum(r.terms.values()) for r in indexed))
+
+    def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None:
+        if not chunk_ids:
+            return
+        with transaction.atomic(), connection.cursor() as cursor:
+            self._delete_postings(cursor, workspace_id, chunk_ids)
+            cursor.execute(
+                "UPDATE sources_chunk SET embedding = NULL WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
+                [workspace_id, chunk_ids],
+            )
+
+    def _delete_postings(self, cursor: Any, workspace_id: int, chunk_ids: Iterable[str]) -> None:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM retrieval_keywordposting WHERE workspace_id = %s"
+            " AND chunk_id = ANY(%s::uuid[]) RETURNING chunk_id, length)"
+            " SELECT count(DISTINCT chunk_id), coalesce(sum(length), 0) FROM"
+            " (SELECT DISTINCT chunk_id, length FROM gone) AS per_chunk",
+            [workspace_id, list(chunk_ids)],
+        )
+        removed, removed_length = cursor.fetchone()
+        if removed:
+            self._add_stats(cursor, workspace_id, -removed, -removed_length)
+
+    @staticmethod
+    def _add_stats(cursor: Any, workspace_id: int, chunks: int, length: int) -> None:
+        if not chunks:
+            return
+        cursor.execute(
+            "INSERT INTO retrieval_keywordstats (workspace_id, chunk_count, total_length) VALUES (%s, %s, %s)"
+            " ON CONFLICT (workspace_id) DO UPDATE SET"
+            " chunk_count = retrieval_keywordstats.chunk_count + EXCLUDED.chunk_count,"
+            " total_length = retrieval_keywordstats.total_length + EXCLUDED.total_length",
+            [workspace_id, chunks, length],
+        )
+
+    # --- reads ----------------------------------------------------------------------------------
 
     def search(
         self,
@@ -30,25 +139,121 @@ class PgVectorStore(VectorStore):
         workspace_id: int,
         vector: np.ndarray,
         top_k: int,
-        min_score: float | None = None,
         model_name: str,
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        chunk_ids: list[str] | None = None,
     ) -> list[VectorHit]:
-        with workspace_scope(workspace_id), transaction.atomic():
-            with connection.cursor() as cursor:
-                # Filtered HNSW scans stop after ef_search candidates; iterative scans keep going until
-                # enough rows of this workspace are found (pgvector >= 0.8).
-                cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(self.ef_search, top_k)])
-                cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            distance = CosineDistance("embedding", np.asarray(vector, dtype=np.float32))
-            rows = Chunk.objects.filter(embedding__isnull=False, embedding_model=model_name).annotate(
-                distance=distance
-            )
-            if min_score is not None:
-                rows = rows.filter(distance__lte=1.0 - min_score)
-            rows = rows.order_by("distance").values_list("id", "distance")[:top_k]
-            return [VectorHit(chunk_id=str(chunk_id), score=1.0 - float(d)) for chunk_id, d in rows]
+        operator, _opclass, similarity = METRICS[self.metric]
+        score_sql = similarity.format(d=f"(c.embedding {operator} %(vector)s::vector)")
+        where, filter_params = filter_sql(filters)
+        floor = f" AND {score_sql} >= %(floor)s" if min_score is not None else ""
+        if chunk_ids is not None:
+            where += " AND c.id = ANY(%(ids)s::uuid[])"
+        sql = (
+            f"SELECT c.id::text, {score_sql} FROM sources_chunk c"
+            " WHERE c.workspace_id = %(workspace)s AND c.embedding IS NOT NULL"
+            " AND c.embedding_model = %(model)s"
+            f"{floor}{where}"
+            f" ORDER BY c.embedding {operator} %(vector)s::vector LIMIT %(limit)s"
+        )
+        params: dict[str, Any] = {
+            "vector": vector_literal(vector),
+            "workspace": workspace_id,
+            "model": model_name,
+            "floor": min_score,
+            "limit": top_k,
+            "ids": chunk_ids,
+            **filter_params,
+        }
+        with transaction.atomic(), connection.cursor() as cursor:
+            # A filtered HNSW scan stops after ef_search candidates; iterative scans go on until enough
+            # rows of this workspace (and filters, and floor) are found (pgvector >= 0.8).
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(self.ef_search, top_k)])
+            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            cursor.execute(sql, params)
+            return [VectorHit(chunk_id=cid, score=float(score)) for cid, score in cursor.fetchall()]
 
-    def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None:
-        # The vectors live in the chunk rows: deleting the rows deletes the vectors.
-        with workspace_scope(workspace_id):
-            Chunk.objects.filter(id__in=chunk_ids).update(embedding=None)
+    def keyword_search(
+        self,
+        *,
+        workspace_id: int,
+        terms: dict[str, int],
+        top_k: int,
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        chunk_ids: list[str] | None = None,
+    ) -> list[VectorHit]:
+        if not terms or chunk_ids == []:
+            return []
+        where, filter_params = filter_sql(filters)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT chunk_count, total_length FROM retrieval_keywordstats WHERE workspace_id = %s",
+                [workspace_id],
+            )
+            stats = cursor.fetchone()
+            if not stats or not stats[0]:
+                return []
+            chunk_count, total_length = stats
+            query_terms = list(terms)
+            cursor.execute(
+                "SELECT term, count(*) FROM retrieval_keywordposting"
+                " WHERE workspace_id = %s AND term = ANY(%s) GROUP BY term",
+                [workspace_id, query_terms],
+            )
+            frequencies = dict(cursor.fetchall())
+            found = [t for t in query_terms if t in frequencies]
+            if not found:
+                return []
+            idfs = [keyword.idf(chunk_count, frequencies.get(t, 0)) for t in query_terms]
+            weights = [idf * terms[t] for idf, t in zip(idfs, query_terms, strict=True)]
+            best = keyword.max_score(idfs, [terms[t] for t in query_terms])
+            join = " JOIN sources_chunk c ON c.id = p.chunk_id" if where else ""
+            if chunk_ids is not None:
+                where += " AND p.chunk_id = ANY(%(ids)s::uuid[])"
+            # BM25: sum over query terms of idf * qtf * tf*(k1+1) / (tf + k1*(1-b+b*len/avglen)), then
+            # divided by the best possible score so it lands in [0, 1]. K1 and B are our constants.
+            k1, b = keyword.K1, keyword.B
+            sql = (
+                "WITH q(term, w) AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[])),"
+                " scored AS ("
+                f"  SELECT p.chunk_id, sum(q.w * p.tf * {k1 + 1}"
+                f"   / (p.tf + {k1} * (1 - {b} + {b} * p.length / %(avg_length)s))) / %(best)s AS score"
+                f"  FROM retrieval_keywordposting p JOIN q ON q.term = p.term{join}"
+                f"  WHERE p.workspace_id = %(workspace)s{where} GROUP BY p.chunk_id)"
+                " SELECT chunk_id::text, score FROM scored WHERE score >= %(floor)s"
+                " ORDER BY score DESC, chunk_id LIMIT %(limit)s"
+            )
+            params = {
+                "terms": query_terms,
+                "weights": weights,
+                "avg_length": total_length / chunk_count,
+                "best": best,
+                "workspace": workspace_id,
+                "floor": float(min_score or 0.0),
+                "limit": top_k,
+                "ids": chunk_ids,
+                **filter_params,
+            }
+            cursor.execute(sql, params)
+            return [VectorHit(chunk_id=cid, score=min(1.0, float(score))) for cid, score in cursor.fetchall()]
+
+    def count(self, *, workspace_id: int) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM sources_chunk WHERE workspace_id = %s AND embedding IS NOT NULL",
+                [workspace_id],
+            )
+            return int(cursor.fetchone()[0])
+
+    def ensure_index(self) -> str:
+        """Create the HNSW index for the configured metric if it is missing (cosine ships in migrations)."""
+        _operator, opclass, _similarity = METRICS[self.metric]
+        name = f"chunk_embedding_hnsw_{self.metric}" if self.metric != "cosine" else "chunk_embedding_hnsw"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS {name} ON sources_chunk USING hnsw (embedding {opclass})"
+                " WITH (m = 16, ef_construction = 64)"
+            )
+        return name

@@ -43,6 +43,29 @@ class SearchQuerySerializer(serializers.Serializer):
     q = serializers.CharField(max_length=2000, trim_whitespace=True)
     top_k = serializers.IntegerField(min_value=1, max_value=50, default=5)
     min_score = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    mode = serializers.ChoiceField(choices=["hybrid", "vector", "keyword"], default="hybrid")
+    filters = serializers.JSONField(required=False, help_text='Metadata filters, e.g. {"lang": "en"}.')
+    rerank = serializers.CharField(required=False, max_length=50)
+
+    def validate_filters(self, value: object) -> dict:
+        from retrieval.stores.base import InvalidFilter, validate_filters
+
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Filters must be a JSON object.")
+        try:
+            validate_filters(value)
+        except InvalidFilter as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        return value
+
+    def validate_rerank(self, value: str) -> str:
+        from django.conf import settings
+
+        if value not in settings.RERANKERS:
+            raise serializers.ValidationError(
+                f"Unknown reranker; configured: {', '.join(sorted(settings.RERANKERS))}."
+            )
+        return value
 
 
 class PassageSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from retrieval.services import search_passages
+from retrieval.services import SearchParams, search_passages
 from sources import services
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
@@ -74,10 +74,16 @@ class SearchView(WorkspaceAPIView):
     def get(self, request: Request) -> Response:
         params = SearchQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
+        data = params.validated_data
         passages = search_passages(
             workspace_id=self.workspace.id,
-            query=params.validated_data["q"],
-            top_k=params.validated_data["top_k"],
-            min_score=params.validated_data.get("min_score"),
+            query=data["q"],
+            params=SearchParams(
+                top_k=data["top_k"],
+                min_score=data.get("min_score"),
+                mode=data["mode"],
+                filters=data.get("filters"),
+                rerank=data.get("rerank"),
+            ),
         )
         return Response({"results": PassageSerializer(passages, many=True).data})

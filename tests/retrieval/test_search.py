@@ -1,0 +1,175 @@
+"""Hybrid search end to end on real text, the real embedder and PostgreSQL."""
+
+import pytest
+from django.test import override_settings
+
+from retrieval.services import SearchParams, search_passages
+from sources.tenancy import workspace_scope
+from tests.conftest import index_text
+from tests.fakes.rerank_server import rerank_server
+
+pytestmark = pytest.mark.django_db
+
+DOCS = {
+    "Returns": "You can return any unworn item within 30 days of delivery for a full refund.",
+    "Shipping": "We ship worldwide. Standard delivery takes five to seven business days.",
+    "Warranty": "Every kettle carries a two-year warranty against manufacturing defects.",
+    "Parts": "The replacement lid for the kettle has the part number XR-7731 and costs nine euros.",
+    "Care": "Descale the kettle monthly with white vinegar to keep it working well.",
+    "Stores": "Our flagship store in Lyon is open from nine to seven, Monday to Saturday.",
+}
+
+
+@pytest.fixture
+def knowledge(workspace, agent):
+    return {title: index_text(workspace, agent, title, text) for title, text in DOCS.items()}
+
+
+def titles(passages):
+    return [p.source_title for p in passages]
+
+
+def test_hybrid_finds_an_exact_code_and_a_paraphrase(workspace, knowledge):
+    by_code = search_passages(workspace_id=workspace.id, query="XR-7731", params=SearchParams(top_k=3))
+    assert titles(by_code)[0] == "Parts"
+    by_meaning = search_passages(
+        workspace_id=workspace.id,
+        query="how long do I have to send something back?",
+        params=SearchParams(top_k=3),
+    )
+    assert titles(by_meaning)[0] == "Returns"
+
+
+def test_the_reported_score_is_the_stronger_of_cosine_and_keyword(workspace, knowledge):
+    for passage in search_passages(
+        workspace_id=workspace.id, query="kettle warranty", params=SearchParams(top_k=6)
+    ):
+        assert passage.score == pytest.approx(max(passage.vector_score, passage.keyword_score))
+        assert 0.0 <= passage.score <= 1.0
+
+
+def test_min_score_applies_before_top_k(workspace, knowledge):
+    everything = search_passages(workspace_id=workspace.id, query="kettle", params=SearchParams(top_k=6))
+    floor = sorted(p.score for p in everything)[-3]  # exactly three passages clear this bar
+    floored = search_passages(
+        workspace_id=workspace.id, query="kettle", params=SearchParams(top_k=5, min_score=floor)
+    )
+    assert len(floored) == 3
+    assert all(p.score >= floor for p in floored)
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword"])
+def test_single_retriever_modes(workspace, knowledge, mode):
+    passages = search_passages(
+        workspace_id=workspace.id, query="descale kettle vinegar", params=SearchParams(mode=mode)
+    )
+    assert titles(passages)[0] == "Care"
+    scores = [p.vector_score if mode == "vector" else p.keyword_score for p in passages]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_score_fusion_is_available(workspace, knowledge):
+    passages = search_passages(
+        workspace_id=workspace.id, query="replacement lid part", params=SearchParams(fusion="score", top_k=2)
+    )
+    assert titles(passages)[0] == "Parts"
+
+
+def test_search_never_crosses_workspaces(workspace, other_workspace, agent, other_agent, knowledge):
+    index_text(
+        other_workspace, other_agent, "Secret", "The replacement lid XR-7731 is free for Globex staff."
+    )
+    passages = search_passages(workspace_id=workspace.id, query="XR-7731 free", params=SearchParams(top_k=10))
+    assert "Secret" not in titles(passages)
+    theirs = search_passages(workspace_id=other_workspace.id, query="XR-7731", params=SearchParams(top_k=10))
+    assert titles(theirs) == ["Secret"]
+
+
+def test_agent_scoped_search_sees_only_that_agents_sources(workspace, agent, knowledge):
+    from agents.models import Agent
+
+    with workspace_scope(workspace.id):
+        sales = Agent.objects.create(name="Sales bot")
+    index_text(workspace, sales, "Discounts", "Kettle discounts: ten percent off for students.")
+    mine = search_passages(workspace_id=workspace.id, query="kettle discount", agent_id=sales.id)
+    assert titles(mine) == ["Discounts"]
+    support = search_passages(workspace_id=workspace.id, query="kettle discount", agent_id=agent.id)
+    assert "Discounts" not in titles(support)
+
+
+def test_acl_filters_over_one_workspace(workspace, agent):
+    from sources.models import Chunk
+
+    public = index_text(workspace, agent, "Public FAQ", "Opening hours are nine to five.")
+    internal = index_text(workspace, agent, "Internal", "Opening hours for staff start at seven.")
+    with workspace_scope(workspace.id):
+        for source, audience in ((public, ["public"]), (internal, ["role:admin"])):
+            for chunk in Chunk.objects.filter(source=source):
+                chunk.metadata["audience"] = audience
+                chunk.save()
+    # The stores read metadata from what was indexed, so re-index with the new metadata.
+    from retrieval.services import store_chunk_vectors
+
+    with workspace_scope(workspace.id):
+        store_chunk_vectors(workspace_id=workspace.id, chunks=list(Chunk.objects.all()))
+    visitor = search_passages(
+        workspace_id=workspace.id,
+        query="opening hours",
+        params=SearchParams(filters={"audience": ["public"]}),
+    )
+    assert titles(visitor) == ["Public FAQ"]
+    admin = search_passages(
+        workspace_id=workspace.id,
+        query="opening hours",
+        params=SearchParams(filters={"audience": ["public", "role:admin"]}),
+    )
+    assert set(titles(admin)) == {"Public FAQ", "Internal"}
+    nobody = search_passages(
+        workspace_id=workspace.id, query="opening hours", params=SearchParams(filters={"audience": []})
+    )
+    assert nobody == []
+
+
+def rerank_settings(url):
+    return {"http": {"BACKEND": "retrieval.rerankers.http.HttpReranker", "OPTIONS": {"base_url": url}}}
+
+
+def test_http_reranker_reorders_and_top_k_applies_after(workspace, knowledge):
+    # This reranker prefers the store passage, which retrieval ranks low for this query.
+    with (
+        rerank_server(lambda q, d: 10.0 if "Lyon" in d else 1.0) as url,
+        override_settings(RERANKERS=rerank_settings(url)),
+    ):
+        passages = search_passages(
+            workspace_id=workspace.id, query="kettle warranty", params=SearchParams(top_k=2, rerank="http")
+        )
+    assert titles(passages)[0] == "Stores" and len(passages) == 2
+    assert passages[0].score == pytest.approx(max(passages[0].vector_score, passages[0].keyword_score))
+
+
+@pytest.mark.parametrize(
+    "server",
+    [dict(score=None, status=503), dict(score=lambda q, d: float("nan")), dict(score=lambda q, d: "high")],
+)
+def test_a_failing_or_invalid_reranker_keeps_the_retrieval_order(workspace, knowledge, server):
+    plain = search_passages(workspace_id=workspace.id, query="kettle warranty", params=SearchParams(top_k=3))
+    with rerank_server(**server) as url, override_settings(RERANKERS=rerank_settings(url)):
+        reranked = search_passages(
+            workspace_id=workspace.id, query="kettle warranty", params=SearchParams(top_k=3, rerank="http")
+        )
+    assert titles(reranked) == titles(plain)
+
+
+def test_callback_reranker(workspace, knowledge):
+    settings = {
+        "cb": {
+            "BACKEND": "retrieval.rerankers.callback.CallbackReranker",
+            "OPTIONS": {"function": lambda q, docs: [float(len(d)) for d in docs]},
+        }
+    }
+    with override_settings(RERANKERS=settings):
+        passages = search_passages(
+            workspace_id=workspace.id, query="kettle", params=SearchParams(top_k=3, rerank="cb")
+        )
+    lengths = [len(p.text) for p in passages]
+    assert lengths == sorted(lengths, reverse=True)
