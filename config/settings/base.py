@@ -127,10 +127,19 @@ EMBEDDERS = {
         },
     }
 }
+_VECTOR_STORE_BACKEND = env("VECTOR_STORE_BACKEND", default="retrieval.stores.pgvector.PgVectorStore")
 VECTOR_STORES = {
     "default": {
-        "BACKEND": env("VECTOR_STORE_BACKEND", default="retrieval.stores.pgvector.PgVectorStore"),
-        "OPTIONS": {},
+        "BACKEND": _VECTOR_STORE_BACKEND,
+        "OPTIONS": (
+            {
+                "url": env("QDRANT_URL", default="http://127.0.0.1:6333"),
+                "api_key": env("QDRANT_API_KEY", default=""),
+                "collection": env("QDRANT_COLLECTION", default="grounded_chunks"),
+            }
+            if _VECTOR_STORE_BACKEND.endswith("QdrantStore")
+            else {"metric": env("PGVECTOR_METRIC", default="cosine")}
+        ),
     }
 }
 

@@ -1,0 +1,237 @@
+"""One contract, every store: the same cases run against PgVectorStore and QdrantStore."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ingestion.chunking import chunk_id
+from retrieval.keyword import term_counts
+from retrieval.stores.base import InvalidFilter, VectorRecord
+from sources.models import Chunk, Document, Source
+from sources.tenancy import workspace_scope
+
+pytestmark = pytest.mark.django_db
+
+MODEL = "test-model"
+
+
+def make_store(name: str):
+    if name == "pgvector":
+        from retrieval.stores.pgvector import PgVectorStore
+
+        return PgVectorStore()
+    from retrieval.stores.qdrant import QdrantStore
+
+    return QdrantStore(location=":memory:", collection="contract_tests")
+
+
+@pytest.fixture(params=["pgvector", "qdrant"])
+def store(request):
+    return make_store(request.param)
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.zeros(384, dtype=np.float32)
+    vector[: len(values)] = values
+    return vector / np.linalg.norm(vector)
+
+
+class Corpus:
+    """Chunk rows (the pgvector store needs them; the Qdrant store ignores them) plus their records."""
+
+    def __init__(self, store, workspace, agent):
+        self.store, self.workspace, self.agent = store, workspace, agent
+        with workspace_scope(workspace.id):
+            self.source = Source.objects.create(agent=agent, kind="text", title="s")
+            self.document = Document.objects.create(source=self.source, text="t")
+        self.count = 0
+
+    def add(self, text: str, vector: np.ndarray, **metadata) -> str:
+        cid = chunk_id(self.document.id, self.count, text)
+        with workspace_scope(self.workspace.id):
+            Chunk.objects.create(
+                id=cid,
+                document=self.document,
+                source=self.source,
+                position=self.count,
+                text=text,
+                metadata=metadata,
+            )
+        self.count += 1
+        meta = {
+            "workspace_id": self.workspace.id,
+            "document_id": self.document.id,
+            "source_id": self.source.id,
+        }
+        meta.update(metadata)
+        self.store.upsert(
+            workspace_id=self.workspace.id,
+            records=[VectorRecord(chunk_id=str(cid), vector=vector, metadata=meta, terms=term_counts(text))],
+            model_name=MODEL,
+        )
+        return str(cid)
+
+
+@pytest.fixture
+def corpus(store, workspace, agent):
+    return Corpus(store, workspace, agent)
+
+
+@pytest.fixture
+def other_corpus(store, other_workspace, other_agent):
+    return Corpus(store, other_workspace, other_agent)
+
+
+def ids(hits):
+    return [h.chunk_id for h in hits]
+
+
+def test_vector_search_ranks_by_cosine_within_the_workspace(store, corpus, other_corpus):
+    near = corpus.add("near", unit(1, 0.1))
+    far = corpus.add("far", unit(0, 1))
+    theirs = other_corpus.add("exact", unit(1, 0))
+    hits = store.search(workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=10, model_name=MODEL)
+    assert ids(hits) == [near, far]
+    assert theirs not in ids(hits)
+    assert hits[0].score == pytest.approx(float(unit(1, 0.1) @ unit(1, 0)), abs=1e-4)
+
+
+def test_min_score_applies_before_top_k(store, corpus):
+    a = corpus.add("a", unit(1, 0))
+    b = corpus.add("b", unit(1, 0.2))
+    corpus.add("c", unit(1, 3))
+    corpus.add("d", unit(0, 1))
+    hits = store.search(
+        workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=3, min_score=0.9, model_name=MODEL
+    )
+    assert ids(hits) == [a, b]
+    assert all(h.score >= 0.9 for h in hits)
+
+
+def test_keyword_search_is_bm25_within_the_workspace(store, corpus, other_corpus):
+    refunds = corpus.add("Refunds are paid within five days of the return.", unit(1, 0))
+    shipping = corpus.add("Shipping takes two days; refunds are rare.", unit(0, 1))
+    corpus.add("Nothing relevant here at all.", unit(1, 1))
+    theirs = other_corpus.add("Refunds refunds refunds returns.", unit(1, 0))
+    hits = store.keyword_search(
+        workspace_id=corpus.workspace.id, terms=term_counts("refund return"), top_k=10
+    )
+    assert ids(hits) == [refunds, shipping]
+    assert theirs not in ids(hits)
+    assert 0 < hits[1].score < hits[0].score <= 1.0
+
+
+def test_keyword_scores_follow_bm25_idf(store, corpus):
+    # "alpha" is in every chunk, "omega" in one: the rare term must weigh more.
+    common = corpus.add("alpha alpha beta", unit(1, 0))
+    rare = corpus.add("alpha omega", unit(0, 1))
+    corpus.add("alpha gamma", unit(1, 1))
+    hits = store.keyword_search(workspace_id=corpus.workspace.id, terms=term_counts("alpha omega"), top_k=3)
+    assert ids(hits)[0] == rare
+    assert common in ids(hits)
+
+
+def test_keyword_min_score_and_unknown_terms(store, corpus):
+    corpus.add("apples and oranges", unit(1, 0))
+    assert store.keyword_search(workspace_id=corpus.workspace.id, terms=term_counts("zebra"), top_k=5) == []
+    assert store.keyword_search(workspace_id=corpus.workspace.id, terms={}, top_k=5) == []
+    hits = store.keyword_search(
+        workspace_id=corpus.workspace.id, terms=term_counts("apples zebra"), top_k=5, min_score=0.99
+    )
+    assert hits == []  # half the query is missing, so the normalised score cannot reach 0.99
+
+
+FILTER_CASES = [
+    ({"lang": "en"}, ["en-public", "en-admin"]),
+    ({"lang": ["de", "fr"]}, ["de-public"]),
+    ({"audience": "public"}, ["en-public", "de-public"]),
+    ({"audience": ["role:admin", "nobody"]}, ["en-admin"]),
+    ({"audience": []}, []),
+    ({"lang": "en", "audience": "public"}, ["en-public"]),
+    ({"missing_field": "x"}, []),
+    ({"flag": True}, ["en-admin"]),
+    ({"flag": 1}, []),
+]
+
+
+@pytest.mark.parametrize(("filters", "expected"), FILTER_CASES)
+def test_filters_work_as_acls_in_both_searches(store, corpus, filters, expected):
+    made = {
+        "en-public": corpus.add("policy en public", unit(1, 0), lang="en", audience=["public"]),
+        "en-admin": corpus.add(
+            "policy en admin", unit(1, 0.1), lang="en", audience=["role:admin"], flag=True
+        ),
+        "de-public": corpus.add("policy de public", unit(1, 0.2), lang="de", audience=["public", "de"]),
+    }
+    want = {made[name] for name in expected}
+    vector_hits = store.search(
+        workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=10, model_name=MODEL, filters=filters
+    )
+    keyword_hits = store.keyword_search(
+        workspace_id=corpus.workspace.id, terms=term_counts("policy"), top_k=10, filters=filters
+    )
+    assert set(ids(vector_hits)) == want
+    assert set(ids(keyword_hits)) == want
+
+
+@pytest.mark.parametrize("bad", [{"a b": "x"}, {"x;drop": 1}, {"ok": {"nested": 1}}, {"ok": None}])
+def test_bad_filters_are_refused_not_ignored(store, corpus, bad):
+    with pytest.raises(InvalidFilter):
+        store.search(
+            workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=1, model_name=MODEL, filters=bad
+        )
+    with pytest.raises(InvalidFilter):
+        store.keyword_search(workspace_id=corpus.workspace.id, terms={"x": 1}, top_k=1, filters=bad)
+
+
+def test_search_can_be_restricted_to_chunk_ids(store, corpus):
+    a = corpus.add("apple pie", unit(1, 0))
+    b = corpus.add("apple tart", unit(0, 1))
+    hits = store.search(
+        workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=5, model_name=MODEL, chunk_ids=[b]
+    )
+    assert ids(hits) == [b]
+    kw = store.keyword_search(
+        workspace_id=corpus.workspace.id, terms=term_counts("apple"), top_k=5, chunk_ids=[a]
+    )
+    assert ids(kw) == [a]
+
+
+def test_upsert_replaces_and_delete_leaves_nothing_behind(store, corpus, other_corpus):
+    a = corpus.add("first version words", unit(1, 0))
+    b = corpus.add("second words", unit(0, 1))
+    theirs = other_corpus.add("words", unit(1, 0))
+    store.upsert(
+        workspace_id=corpus.workspace.id,
+        records=[
+            VectorRecord(
+                chunk_id=a,
+                vector=unit(0, 1),
+                terms=term_counts("replaced text"),
+                metadata={"workspace_id": corpus.workspace.id},
+            )
+        ],
+        model_name=MODEL,
+    )
+    assert store.keyword_search(workspace_id=corpus.workspace.id, terms=term_counts("first"), top_k=5) == []
+    assert ids(
+        store.keyword_search(workspace_id=corpus.workspace.id, terms=term_counts("replaced"), top_k=5)
+    ) == [a]
+    assert store.count(workspace_id=corpus.workspace.id) == 2
+
+    store.delete(workspace_id=corpus.workspace.id, chunk_ids=[a, b])
+    assert store.count(workspace_id=corpus.workspace.id) == 0
+    assert store.search(workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=5, model_name=MODEL) == []
+    assert store.keyword_search(workspace_id=corpus.workspace.id, terms=term_counts("words"), top_k=5) == []
+    # Deleting from one workspace never touches another's points, even given their ids.
+    store.delete(workspace_id=corpus.workspace.id, chunk_ids=[theirs])
+    assert store.count(workspace_id=other_corpus.workspace.id) == 1
+
+
+def test_vectors_of_another_model_are_not_mixed_in(store, corpus):
+    corpus.add("old", unit(1, 0))
+    hits = store.search(
+        workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=5, model_name="other-model"
+    )
+    assert hits == []
