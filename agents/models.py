@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 
 from django.db import models
 
@@ -14,13 +15,95 @@ def new_public_key() -> str:
 
 
 class Agent(TenantModel):
+    class RetrievalMode(models.TextChoices):
+        INJECT = "inject", "Inject passages into the prompt"
+        TOOL = "tool", "Let the model call search_knowledge"
+
+    class SourcesDisplay(models.TextChoices):
+        TITLES = "titles", "Titles (with links for web pages)"
+        NONE = "none", "Do not show sources"
+
     name = models.CharField(max_length=200)
     # Public by design: the widget embeds it in the customer's page. What it may do is limited by
     # allowed_origins and rate limits, never by its secrecy.
     public_key = models.CharField(max_length=40, unique=True, default=new_public_key, editable=False)
     allowed_origins = models.JSONField(default=list, blank=True)
     system_prompt = models.TextField(blank=True)
+
+    # The model. Empty base URL: the built-in extractive answerer, no generative model needed.
+    llm_base_url = models.URLField(blank=True)
+    llm_api_key = models.CharField(max_length=500, blank=True)
+    llm_model = models.CharField(max_length=200, blank=True)
+
+    # Retrieval.
+    retrieval_mode = models.CharField(
+        max_length=10, choices=RetrievalMode.choices, default=RetrievalMode.INJECT
+    )
+    top_k = models.PositiveSmallIntegerField(default=4)
+    min_score = models.FloatField(
+        null=True, blank=True, help_text="Passages scoring below this are not used."
+    )
+    hybrid = models.BooleanField(default=True)
+    reranker = models.CharField(max_length=50, blank=True)
+    context_budget = models.PositiveIntegerField(default=6000, help_text="Characters of passages per turn.")
+    context_template = models.TextField(
+        blank=True, help_text="Must contain {context}; empty uses the default."
+    )
+
+    # The scope gate: with min_score and an off-topic reply, unbacked questions get the reply.
+    offtopic_reply = models.TextField(blank=True)
+    offtopic_in_user_language = models.BooleanField(
+        default=False,
+        help_text="Let the model write the refusal in the user's language (it sees only that message).",
+    )
+    sources_display = models.CharField(
+        max_length=10, choices=SourcesDisplay.choices, default=SourcesDisplay.TITLES
+    )
+    auto_sources = models.BooleanField(
+        default=False, help_text="Queue pages the widget is opened on as sources."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def uses_llm(self) -> bool:
+        return bool(self.llm_base_url and self.llm_model)
+
+    @property
+    def gate_enabled(self) -> bool:
+        return self.min_score is not None and bool(self.offtopic_reply.strip())
+
+
+class Conversation(TenantModel):
+    # Unguessable: the widget keeps it to continue or reload a thread.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    visitor_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "updated_at"])]
+
+
+class Message(TenantModel):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True)
+    # For tool messages: the call as the model (or inject mode) made it, and what it returned.
+    tool_name = models.CharField(max_length=64, blank=True)
+    tool_arguments = models.JSONField(default=dict, blank=True)
+    tool_result = models.JSONField(default=list, blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]

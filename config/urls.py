@@ -11,6 +11,7 @@ def health(_request: HttpRequest) -> JsonResponse:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("sources.api.urls")),
+    path("api/v1/", include("agents.api.urls")),
     path("api/v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("healthz", health),
     path("", include("sources.urls")),

@@ -93,6 +93,8 @@ def _build_chunks(document: Document) -> list[Chunk]:
                     "workspace_id": document.workspace_id,
                     "source_id": document.source_id,
                     "lang": document.language,
+                    # Who may retrieve this chunk; visitors see "public" plus what their token grants.
+                    "audience": source.config.get("audience") or ["public"],
                 },
             )
         )

@@ -15,11 +15,17 @@ from sources.tenancy import TenantModel
 EMBEDDING_DIMENSIONS = 384
 
 
+def new_visitor_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
 class Workspace(models.Model):
     """The tenant. Everything below belongs to exactly one workspace."""
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
+    # Signs visitor tokens (agents.visitor): the host site proves who its visitor is and what they may see.
+    visitor_secret = models.CharField(max_length=64, default=new_visitor_secret)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -193,3 +193,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+
+# --- The widget's public API ---
+WIDGET_RATE_PER_KEY = env.int("WIDGET_RATE_PER_KEY", default=600)  # requests per minute per agent
+WIDGET_RATE_PER_ADDRESS = env.int("WIDGET_RATE_PER_ADDRESS", default=30)  # per client address
+WIDGET_MAX_REQUEST_BYTES = env.int("WIDGET_MAX_REQUEST_BYTES", default=16_384)
+WIDGET_MAX_MESSAGE_CHARS = env.int("WIDGET_MAX_MESSAGE_CHARS", default=4_000)
+TRUSTED_PROXY_HEADER = env("TRUSTED_PROXY_HEADER", default="")

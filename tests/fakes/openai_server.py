@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,10 +25,18 @@ def fake_vector(text: str, dimensions: int) -> list[float]:
 
 @dataclass
 class FakeProvider:
+    """`chat(request_body) -> reply` scripts /chat/completions. A reply is a dict with `content` (text,
+    streamed in small pieces when the request asks to stream) and/or `tool_calls` ([{name, arguments}]),
+    or `{"status": 500}` to fail."""
+
     api_key: str = "sk-test-key"
     dimensions: int = 384
     requests: list[dict] = field(default_factory=list)
     base_url: str = ""
+    chat: Callable[[dict], dict] = lambda body: {"content": "Hello from the model."}
+
+    def chat_requests(self) -> list[dict]:
+        return [r["body"] for r in self.requests if r["path"] == "/v1/chat/completions"]
 
 
 @contextmanager
@@ -62,7 +70,55 @@ def openai_compatible_server(provider: FakeProvider) -> Iterator[FakeProvider]:
                 # Real providers do not promise order; the client must sort by index.
                 self._send(200, {"object": "list", "data": list(reversed(data)), "model": body["model"]})
                 return
+            if self.path == "/v1/chat/completions":
+                self._chat(body)
+                return
             self._send(404, {"error": {"message": f"unknown path {self.path}"}})
+
+        def _chat(self, body: dict) -> None:
+            reply = provider.chat(body)
+            if reply.get("status"):
+                self._send(reply["status"], {"error": {"message": "the model is overloaded"}})
+                return
+            content = reply.get("content") or ""
+            calls = [
+                {
+                    "index": i,
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                }
+                for i, c in enumerate(reply.get("tool_calls", []))
+            ]
+            if not body.get("stream"):
+                message = {"role": "assistant", "content": content or None}
+                if calls:
+                    message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+                self._send(200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for start in range(0, len(content), 7):
+                self._event({"choices": [{"index": 0, "delta": {"content": content[start : start + 7]}}]})
+            for call in calls:  # arguments arrive split across two chunks, as real providers do
+                arguments = call["function"]["arguments"]
+                half = len(arguments) // 2
+                first = {
+                    **call,
+                    "function": {"name": call["function"]["name"], "arguments": arguments[:half]},
+                }
+                self._event({"choices": [{"index": 0, "delta": {"tool_calls": [first]}}]})
+                rest = {"index": call["index"], "function": {"arguments": arguments[half:]}}
+                self._event({"choices": [{"index": 0, "delta": {"tool_calls": [rest]}}]})
+            finish = "tool_calls" if calls else "stop"
+            self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _event(self, payload: dict) -> None:
+            self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
+            self.wfile.flush()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     provider.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -1,0 +1,98 @@
+"""Who may call an agent's public API: its public key, from an allowed origin, within rate limits.
+
+The public key is not a secret (it sits in the customer's page), so the origin check, the limits and,
+for anything beyond public knowledge, a visitor token signed by the host site do the protecting.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from functools import lru_cache
+
+import redis
+from django.conf import settings
+from rest_framework import exceptions, status
+from rest_framework.request import Request
+
+from agents.models import Agent
+from agents.visitor import Visitor, VisitorTokenError, verify
+
+
+class TooManyRequests(exceptions.APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "Too many requests; please slow down."
+
+
+class BadVisitorToken(exceptions.APIException):
+    # Not AuthenticationFailed: DRF turns that into 403 for views without authenticators.
+    status_code = status.HTTP_401_UNAUTHORIZED
+    default_detail = "The visitor token is not valid."
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request is too large."
+
+
+def agent_for_key(public_key: str) -> Agent:
+    # The key is what names the workspace, so this lookup crosses workspaces on purpose.
+    agent = Agent.unscoped.select_related("workspace").filter(public_key=public_key).first()
+    if agent is None:
+        raise exceptions.NotFound("No agent with this key.")
+    return agent
+
+
+def check_origin(agent: Agent, request: Request) -> str:
+    origin = request.headers.get("Origin", "")
+    if not origin or origin.rstrip("/") not in {o.rstrip("/") for o in agent.allowed_origins}:
+        raise exceptions.PermissionDenied("This site is not allowed to use this agent.")
+    return origin
+
+
+def client_address(request: Request) -> str:
+    # Behind a proxy, the deployment sets TRUSTED_PROXY_HEADER (e.g. HTTP_X_REAL_IP) to the header
+    # its proxy sets; a client cannot choose its own address otherwise.
+    header = getattr(settings, "TRUSTED_PROXY_HEADER", "")
+    return (request.META.get(header) if header else None) or request.META.get("REMOTE_ADDR", "unknown")
+
+
+def check_rate(agent: Agent, request: Request) -> None:
+    """A sliding one-minute window per agent and per client address, in Redis so every web process
+    shares it. (A fixed window would let a burst straddling the minute through twice.)"""
+    now = time.time()
+    client = _redis()
+    for scope, identity, limit in (
+        ("key", agent.public_key, settings.WIDGET_RATE_PER_KEY),
+        ("ip", f"{agent.public_key}:{client_address(request)}", settings.WIDGET_RATE_PER_ADDRESS),
+    ):
+        key = f"rate:{scope}:{identity}"
+        pipe = client.pipeline()
+        pipe.zremrangebyscore(key, 0, now - 60)
+        pipe.zadd(key, {f"{now}:{uuid.uuid4().hex}": now})
+        pipe.zcard(key)
+        pipe.expire(key, 61)
+        count = pipe.execute()[2]
+        if count > limit:
+            raise TooManyRequests()
+
+
+@lru_cache(maxsize=1)
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def check_size(request: Request) -> None:
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if length > settings.WIDGET_MAX_REQUEST_BYTES:
+        raise PayloadTooLarge()
+
+
+def visitor_for(agent: Agent, request: Request) -> Visitor:
+    token = request.headers.get("X-Visitor-Token", "")
+    if not token:
+        return Visitor()
+    try:
+        return verify(agent.workspace.visitor_secret, token)
+    except VisitorTokenError as exc:
+        raise BadVisitorToken(str(exc)) from exc

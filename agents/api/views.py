@@ -1,0 +1,184 @@
+"""The public API the widget calls, keyed by the agent's public key."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents import services
+from agents.api import auth
+from agents.models import Agent, Conversation, Message
+from agents.visitor import Visitor
+from sources.tenancy import activate_workspace, deactivate_workspace
+
+log = logging.getLogger(__name__)
+
+
+class ChatRequestSerializer(serializers.Serializer):
+    message = serializers.CharField(max_length=4000, trim_whitespace=True)
+    conversation_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate_message(self, value: str) -> str:
+        if len(value) > settings.WIDGET_MAX_MESSAGE_CHARS:
+            raise serializers.ValidationError(f"At most {settings.WIDGET_MAX_MESSAGE_CHARS} characters.")
+        return value
+
+
+class SourceSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    title = serializers.CharField()
+    url = serializers.URLField(allow_null=True)
+
+
+class ChatResponseSerializer(serializers.Serializer):
+    answer = serializers.CharField()
+    sources = SourceSerializer(many=True)
+    conversation_id = serializers.UUIDField()
+    metadata = serializers.DictField()
+
+
+class AgentPublicView(APIView):
+    """Resolves the agent from the URL, checks origin, size and rate, and scopes the request to the
+    agent's workspace. CORS headers go only to allowed origins."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    rate_limited = True
+    agent: Agent
+    visitor: Visitor
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.agent = auth.agent_for_key(kwargs["public_key"])
+        self.origin = auth.check_origin(self.agent, request)
+        if request.method == "OPTIONS":
+            return
+        auth.check_size(request)
+        if self.rate_limited:
+            auth.check_rate(self.agent, request)
+        self.visitor = auth.visitor_for(self.agent, request)
+        self._scope_token = activate_workspace(self.agent.workspace_id)
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        token = getattr(self, "_scope_token", None)
+        if token is not None:
+            deactivate_workspace(token)
+            self._scope_token = None
+        if getattr(self, "origin", None):
+            response["Access-Control-Allow-Origin"] = self.origin
+            response["Access-Control-Allow-Headers"] = "Content-Type, X-Visitor-Token"
+            response["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response["Access-Control-Max-Age"] = "600"
+        response["Vary"] = "Origin"
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    def conversation(self, conversation_id: uuid.UUID | None) -> Conversation:
+        if conversation_id is None:
+            return services.start_conversation(agent=self.agent, visitor_id=self.visitor.user_id)
+        conversation = Conversation.objects.filter(id=conversation_id, agent=self.agent).first()
+        if conversation is None or (
+            conversation.visitor_id and conversation.visitor_id != self.visitor.user_id
+        ):
+            raise exceptions.NotFound("No such conversation.")
+        return conversation
+
+    def turn(self, request: Request) -> Iterator[dict]:
+        body = ChatRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        conversation = self.conversation(body.validated_data.get("conversation_id"))
+        return services.run_turn(
+            agent=self.agent,
+            conversation=conversation,
+            user_text=body.validated_data["message"],
+            audiences=self.visitor.audiences,
+            show_hits=False,  # the public API never shows passage text; see the admin preview
+        )
+
+
+class ChatView(AgentPublicView):
+    @extend_schema(
+        request=ChatRequestSerializer,
+        responses={200: ChatResponseSerializer, 502: OpenApiResponse(description="The model failed.")},
+        summary="Ask the agent; the whole answer as JSON.",
+    )
+    def post(self, request: Request, public_key: str) -> Response:
+        final: dict = {}
+        for event in self.turn(request):
+            if event["type"] == "error":
+                return Response(
+                    {"error": event["message"], "conversation_id": event["conversation_id"]}, status=502
+                )
+            if event["type"] == "done":
+                final = event
+        return Response({k: final[k] for k in ("answer", "sources", "conversation_id", "metadata")})
+
+
+def sse(events: Iterator[dict]) -> Iterator[bytes]:
+    """Server-Sent Events; an unexpected failure still ends the stream with an error event."""
+    try:
+        for event in events:
+            yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+    except Exception:
+        log.exception("chat stream failed")
+        failure = {"type": "error", "message": "Something went wrong; please try again."}
+        yield f"event: error\ndata: {json.dumps(failure)}\n\n".encode()
+
+
+def event_stream_response(events: Iterator[dict]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(sse(events), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # let nginx-style proxies pass events through at once
+    return response
+
+
+class ChatStreamView(AgentPublicView):
+    @extend_schema(
+        request=ChatRequestSerializer,
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                description="Events: tool.start, tool.complete, text.delta, error, and a final done "
+                "with {answer, sources, conversation_id, metadata}."
+            )
+        },
+        summary="Ask the agent; the answer streamed as Server-Sent Events.",
+    )
+    def post(self, request: Request, public_key: str) -> StreamingHttpResponse:
+        return event_stream_response(self.turn(request))
+
+
+class ConversationView(AgentPublicView):
+    rate_limited = False
+
+    @extend_schema(summary="Reload a conversation's messages.")
+    def get(self, request: Request, public_key: str, conversation_id: uuid.UUID) -> Response:
+        conversation = self.conversation(conversation_id)
+        messages = conversation.messages.filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
+        return Response(
+            {
+                "conversation_id": str(conversation.id),
+                "messages": [
+                    {"role": m.role, "content": m.content, "sources": m.sources, "created_at": m.created_at}
+                    for m in messages
+                ],
+            }
+        )
+
+
+class WidgetInitView(AgentPublicView):
+    rate_limited = False
+
+    @extend_schema(summary="Called when the widget starts: the agent's display settings.")
+    def post(self, request: Request, public_key: str) -> Response:
+        return Response({"name": self.agent.name, "show_sources": self.agent.sources_display != "none"})

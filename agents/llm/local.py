@@ -1,0 +1,62 @@
+"""The built-in answerer: no generative model, so it answers with the most relevant sentences of the
+retrieved passages, each cited by its passage number.
+
+Sentences are ranked by the embedding similarity to the question plus keyword overlap; sentences that
+read as instructions to an assistant are never used (our sources are data, not commands).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.guard import is_instruction
+from agents.prompts import NumberedPassage
+from config.backends import embedders
+from retrieval.keyword import tokenize
+
+NOTHING_FOUND = "I couldn't find anything about that in the knowledge I have."
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+MAX_SENTENCES = 3
+MIN_SIMILARITY = 0.35
+
+
+@dataclass(frozen=True)
+class ExtractiveAnswer:
+    text: str
+    cited: list[int]
+
+
+def extractive_answer(question: str, numbered: list[NumberedPassage]) -> ExtractiveAnswer:
+    candidates: list[tuple[int, int, str]] = []  # (passage number, order, sentence)
+    for item in numbered:
+        for order, sentence in enumerate(_SENTENCES.split(item.passage.text)):
+            sentence = sentence.strip().lstrip("#").strip()
+            if len(sentence) < 12 or is_instruction(sentence):
+                continue
+            candidates.append((item.number, order, sentence))
+    if not candidates:
+        return ExtractiveAnswer(NOTHING_FOUND, [])
+    embedder = embedders["default"]
+    vectors = embedder.embed_documents([question] + [c[2] for c in candidates])
+    similarity = vectors[1:] @ vectors[0]
+    question_terms = set(tokenize(question))
+    overlap = np.array(
+        [len(question_terms & set(tokenize(c[2]))) / max(len(question_terms), 1) for c in candidates]
+    )
+    scores = similarity + 0.3 * overlap
+    best = [
+        i for i in np.argsort(-scores)[:MAX_SENTENCES] if similarity[i] >= MIN_SIMILARITY or overlap[i] >= 0.5
+    ]
+    if not best:
+        return ExtractiveAnswer(NOTHING_FOUND, [])
+    # Read in source order, so sentences of one passage keep their sequence.
+    chosen = sorted(best, key=lambda i: (candidates[i][0], candidates[i][1]))
+    parts = []
+    for i in chosen:
+        number, _order, sentence = candidates[i]
+        ending = "" if sentence[-1] in ".!?" else "."
+        parts.append(f"{sentence}{ending} [{number}]")
+    return ExtractiveAnswer(" ".join(parts), sorted({candidates[i][0] for i in chosen}))
