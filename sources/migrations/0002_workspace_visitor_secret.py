@@ -4,6 +4,14 @@ import sources.models
 from django.db import migrations, models
 
 
+def give_each_workspace_its_own_secret(apps, schema_editor):
+    # AddField evaluates a callable default once for all existing rows; secrets must not be shared.
+    Workspace = apps.get_model("sources", "Workspace")
+    for workspace in Workspace.objects.all():
+        workspace.visitor_secret = sources.models.new_visitor_secret()
+        workspace.save(update_fields=["visitor_secret"])
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -16,4 +24,5 @@ class Migration(migrations.Migration):
             name='visitor_secret',
             field=models.CharField(default=sources.models.new_visitor_secret, max_length=64),
         ),
+        migrations.RunPython(give_each_workspace_its_own_secret, migrations.RunPython.noop),
     ]
