@@ -1,0 +1,85 @@
+"""Crawl strategies by name, imported only when first used, tried in order of preference.
+
+Plain HTTP comes first: it is fast and enough for most pages. When its page turns out to be a script-built
+shell (too little text, or an "enable JavaScript" notice), the browser renders it instead. A strategy that
+can't run here (no Chromium) hands over to the next one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ingestion.crawl.base import CrawlStrategy, FetchedPage, StrategyUnavailable
+from ingestion.extract import DroppedPage, ExtractedPage, extract_page
+from ingestion.safety import FetchPolicy
+
+log = logging.getLogger(__name__)
+
+STRATEGIES: dict[str, str] = {
+    "http": "ingestion.crawl.http.HttpStrategy",
+    "browser": "ingestion.crawl.browser.BrowserStrategy",
+}
+DEFAULT_ORDER: tuple[str, ...] = ("http", "browser")
+# Drop reasons another strategy can fix; a "not found" page or a bot wall stays what it is.
+RETRYABLE_DROPS = frozenset({"needs_javascript", "too_short", "empty"})
+
+
+def strategy_class(name: str) -> type[CrawlStrategy]:
+    try:
+        dotted = STRATEGIES[name]
+    except KeyError:
+        raise ValueError(f"unknown crawl strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+    module_name, class_name = dotted.rsplit(".", 1)
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def create_strategy(name: str, **options: object) -> CrawlStrategy:
+    return strategy_class(name)(**options)
+
+
+@dataclass(frozen=True)
+class CrawledPage:
+    page: FetchedPage
+    extracted: ExtractedPage | None  # None for a 304 or a body that isn't HTML (PDF, ...): parse it elsewhere
+
+
+def crawl_page(
+    url: str,
+    policy: FetchPolicy,
+    *,
+    order: Sequence[str] = DEFAULT_ORDER,
+    strategies: Mapping[str, CrawlStrategy] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> CrawledPage:
+    """Fetch and extract one page with the first strategy that gives usable text. FetchErrors propagate (a 404
+    is a 404 in any browser); DroppedPage is raised when no strategy got past it."""
+    last_drop: DroppedPage | None = None
+    for name in order:
+        owned = strategies is None or name not in strategies
+        try:
+            strategy = create_strategy(name) if owned else strategies[name]  # type: ignore[index]
+        except StrategyUnavailable as exc:
+            log.info("crawl strategy %s unavailable: %s", name, exc)
+            continue
+        try:
+            page = strategy.fetch_page(url, policy, headers=headers)
+        except StrategyUnavailable as exc:
+            log.info("crawl strategy %s unavailable: %s", name, exc)
+            continue
+        finally:
+            if owned:
+                strategy.close()
+        if page.not_modified or not page.is_html:
+            return CrawledPage(page, None)
+        try:
+            return CrawledPage(page, extract_page(page.html, page.final_url))
+        except DroppedPage as exc:
+            if exc.reason not in RETRYABLE_DROPS:
+                raise
+            last_drop = exc
+    if last_drop is not None:
+        raise last_drop
+    raise StrategyUnavailable(f"no crawl strategy could run: {', '.join(order)}")

@@ -1,0 +1,67 @@
+"""Choosing crawl strategies by name, lazily, and handing over when one can't do the job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ingestion.crawl.browser import BrowserStrategy
+from ingestion.crawl.http import HttpStrategy
+from ingestion.crawl.registry import DEFAULT_ORDER, crawl_page, strategy_class
+from ingestion.extract import DroppedPage
+from ingestion.safety import FetchPolicy, PermanentFetchError
+from tests.ingestion.crawl.servers import FLASK_DOCS, REPO_ROOT, Reply, serving
+
+
+def test_strategies_are_found_by_name_in_order_of_preference() -> None:
+    assert DEFAULT_ORDER == ("http", "browser")
+    assert strategy_class("http") is HttpStrategy
+    assert strategy_class("browser") is BrowserStrategy
+    with pytest.raises(ValueError, match="unknown crawl strategy"):
+        strategy_class("carrier-pigeon")
+
+
+def test_the_registry_imports_no_browser_code_until_asked() -> None:
+    code = (
+        "import sys, ingestion.crawl.registry; "
+        "print('playwright' in sys.modules, 'ingestion.crawl.browser' in sys.modules)"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert output.stdout.split() == ["False", "False"]
+
+
+def test_a_plain_page_is_crawled_over_http(local_policy: FetchPolicy) -> None:
+    with serving(root=FLASK_DOCS) as server:
+        crawled = crawl_page(server.url("/tutorial/views.html"), local_policy)
+    assert crawled.page.strategy == "http"
+    assert crawled.extracted is not None
+    assert crawled.extracted.title == "Blueprints and Views"
+
+
+def test_an_http_error_is_not_retried_in_the_browser(local_policy: FetchPolicy) -> None:
+    unavailable = {"browser": BrowserStrategy(executable_path="/nonexistent/chromium")}
+    with serving({}) as server, pytest.raises(PermanentFetchError) as caught:
+        crawl_page(server.url("/missing"), local_policy, strategies=unavailable)
+    assert caught.value.status == 404
+
+
+def test_without_a_browser_a_script_page_is_dropped_with_the_reason(local_policy: FetchPolicy) -> None:
+    shell = (
+        "<html><head><title>App</title></head>"
+        "<body><div id='root'></div><script src='/app.js'></script></body></html>"
+    )
+    unavailable = {"browser": BrowserStrategy(executable_path="/nonexistent/chromium")}
+    with serving({"/": Reply(200, shell)}) as server, pytest.raises(DroppedPage) as caught:
+        crawl_page(server.url("/"), local_policy, strategies=unavailable)
+    assert caught.value.reason == "needs_javascript"
+
+
+def test_non_html_bodies_are_returned_unextracted(local_policy: FetchPolicy) -> None:
+    with serving({"/doc.pdf": Reply(200, b"%PDF-1.7 ...", content_type="application/pdf")}) as server:
+        crawled = crawl_page(server.url("/doc.pdf"), local_policy)
+    assert crawled.extracted is None
+    assert crawled.page.content_type == "application/pdf"

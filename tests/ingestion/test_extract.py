@@ -1,0 +1,166 @@
+"""Main-content extraction, and the pages we drop instead of indexing."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingestion.crawl.http import HttpStrategy
+from ingestion.extract import DroppedPage, extract_page, looks_like_not_found
+from ingestion.safety import FetchPolicy
+from tests.ingestion.crawl.servers import FLASK_DOCS, serving
+
+NAV_TEXT = [
+    "Quick search",
+    "Navigation",
+    "Previous topic",
+    "Next topic",
+    "Project Links",
+    "Donate",
+    "Contents",
+]
+LOREM = (
+    "Grounded reads the pages of a site and keeps their main text, so that an agent can answer questions "
+    "from it with citations. This paragraph is long enough to count as real content for the extractor. "
+)
+
+
+def _extract_flask(path: str):  # type: ignore[no-untyped-def]
+    return extract_page((FLASK_DOCS / path).read_bytes(), f"http://docs.test/{path}")
+
+
+@pytest.mark.parametrize(
+    ("path", "title", "phrase"),
+    [
+        ("quickstart.html", "Quickstart", "A Minimal Application"),
+        ("tutorial/views.html", "Blueprints and Views", "A view function is the code you write"),
+        ("patterns/sqlite3.html", "Using SQLite 3 with Flask", "sqlite3"),
+        ("deploying/gunicorn.html", "Gunicorn", "Gunicorn is a pure Python WSGI server"),
+    ],
+)
+def test_flask_pages_give_their_title_and_main_text_without_navigation(
+    path: str, title: str, phrase: str
+) -> None:
+    page = _extract_flask(path)
+    assert page.title == title
+    assert phrase in page.text
+    assert page.language == "en"
+    for nav in NAV_TEXT:
+        assert nav not in page.text
+    assert "¶" not in page.text
+
+
+def test_pages_fetched_over_http_extract_the_same(local_policy: FetchPolicy) -> None:
+    with serving(root=FLASK_DOCS) as server:
+        fetched = HttpStrategy().fetch_page(server.url("/quickstart.html"), local_policy)
+    page = extract_page(fetched.html, fetched.final_url)
+    assert page == _extract_flask("quickstart.html")
+
+
+def test_the_flask_404_page_is_dropped_as_not_found() -> None:
+    with pytest.raises(DroppedPage) as caught:
+        _extract_flask("404.html")
+    assert caught.value.reason == "not_found"
+    assert "doesn't exist" in caught.value.message
+
+
+@pytest.fixture
+def local_policy() -> FetchPolicy:
+    return FetchPolicy(allowed_networks=("127.0.0.1/32",))
+
+
+def _html(title: str, body: str, lang: str = "en", head: str = "") -> str:
+    head_html = f"<head><title>{title}</title>{head}</head>"
+    return f"<!doctype html><html lang='{lang}'>{head_html}<body>{body}</body></html>"
+
+
+def test_an_ordinary_article_is_kept() -> None:
+    page = extract_page(
+        _html("Guide", f"<nav>Home | Blog</nav><article><h1>Guide</h1><p>{LOREM * 2}</p></article>"),
+        "https://a.test/",
+    )
+    assert page.title == "Guide"
+    assert page.text.startswith("Guide") or LOREM.strip()[:40] in page.text
+    assert "Home | Blog" not in page.text
+
+
+@pytest.mark.parametrize(
+    ("title", "body"),
+    [
+        ("Page not found", "<h1>Oops</h1><p>We looked everywhere.</p>"),
+        ("404 | Acme", "<h1>Error</h1><p>Try the home page.</p>"),
+        ("Acme", "<main><h1>Sorry, we couldn't find that page</h1><p>It may have moved.</p></main>"),
+        ("Acme", "<main><h1>Page not found</h1><p>The page you requested could not be found.</p></main>"),
+    ],
+)
+def test_soft_404_pages_are_dropped(title: str, body: str) -> None:
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html(title, body), "https://a.test/missing")
+    assert caught.value.reason == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("title", "body"),
+    [
+        (
+            "Just a moment...",
+            "<p>Checking your browser before accessing a.test.</p>"
+            "<script src='/cdn-cgi/challenge-platform/h/b/orchestrate/jsch/v1'></script>",
+        ),
+        ("Attention Required! | Cloudflare", "<p>Please complete the security check to access a.test</p>"),
+        ("Access Denied", "<p>You don't have permission to access this server.</p>"),
+        ("Acme", "<p>Please verify you are a human.</p><div id='px-captcha'></div>"),
+    ],
+)
+def test_bot_walls_are_dropped(title: str, body: str) -> None:
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html(title, body), "https://a.test/")
+    assert caught.value.reason == "bot_wall"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<noscript>You need to enable JavaScript to run this app.</noscript><div id='root'></div>"
+        "<script src='/static/js/main.js'></script>",
+        "<div id='__next'></div><script src='/_next/static/chunks/main.js'></script>",
+        "<p>This site requires JavaScript.</p>",
+    ],
+)
+def test_script_only_shells_are_dropped_as_needing_javascript(body: str) -> None:
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html("App", body), "https://a.test/")
+    assert caught.value.reason == "needs_javascript"
+    assert "browser" in caught.value.message
+
+
+def test_a_long_page_mentioning_javascript_or_captcha_is_kept() -> None:
+    body = (
+        f"<article><h1>Forms</h1><p>{LOREM * 15} Enable JavaScript to use the CAPTCHA widget.</p></article>"
+    )
+    assert "CAPTCHA widget" in extract_page(_html("Forms guide", body), "https://a.test/forms").text
+
+
+def test_short_pages_are_dropped() -> None:
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html("Hi", "<article><p>Just a short note here.</p></article>"), "https://a.test/")
+    assert caught.value.reason in ("too_short", "empty")
+
+
+def test_empty_input_is_dropped() -> None:
+    with pytest.raises(DroppedPage):
+        extract_page(b"", "https://a.test/")
+
+
+def test_declared_charset_in_bytes_is_honoured_and_language_kept() -> None:
+    body = f"<article><h1>Übersicht</h1><p>Größere Änderungen für Benutzer. {LOREM * 2}</p></article>"
+    html = _html("Übersicht", body, lang="de-AT", head="<meta charset='iso-8859-1'>").encode("iso-8859-1")
+    page = extract_page(html, "https://a.test/de/")
+    assert page.title == "Übersicht"
+    assert "Größere Änderungen" in page.text
+    assert page.language == "de"
+
+
+def test_not_found_titles() -> None:
+    assert looks_like_not_found("Page Not Found — Flask Documentation (2.2.x)")
+    assert looks_like_not_found("404")
+    assert not looks_like_not_found("Pricing — Acme")
