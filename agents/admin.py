@@ -1,10 +1,46 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest
 
-from agents.models import Agent
+from agents.models import Agent, Conversation, Message
+from agents.prompts import template_problems
 from sources.admin import UnscopedAdmin
+
+
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = "__all__"
+        widgets = {"llm_api_key": forms.PasswordInput(render_value=True)}
+
+    def clean_context_template(self) -> str:
+        template = self.cleaned_data.get("context_template", "")
+        errors, _warnings = template_problems(template)
+        if errors:
+            raise forms.ValidationError(errors)
+        return template
 
 
 @admin.register(Agent)
 class AgentAdmin(UnscopedAdmin):
-    list_display = ["name", "workspace", "public_key", "created_at"]
+    form = AgentForm
+    list_display = ["name", "workspace", "public_key", "retrieval_mode", "created_at"]
+    list_filter = ["workspace", "retrieval_mode"]
+    search_fields = ["name", "public_key"]
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        for warning in template_problems(obj.context_template)[1]:
+            messages.warning(request, warning)
+
+
+@admin.register(Conversation)
+class ConversationAdmin(UnscopedAdmin):
+    list_display = ["id", "agent", "workspace", "visitor_id", "updated_at"]
     list_filter = ["workspace"]
+
+
+@admin.register(Message)
+class MessageAdmin(UnscopedAdmin):
+    list_display = ["conversation", "role", "tool_name", "created_at"]
+    list_filter = ["role", "workspace"]

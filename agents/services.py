@@ -75,6 +75,39 @@ def start_conversation(*, agent: Agent, visitor_id: str = "") -> Conversation:
         return Conversation.objects.create(agent=agent, visitor_id=visitor_id)
 
 
+def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
+    """Queue a page a visitor opened the widget on, if it belongs to an allowed origin, is new, and
+    the agent is within its hourly budget of automatic sources."""
+    from urllib.parse import urlsplit
+
+    from django.conf import settings
+    from django.core.cache import cache
+
+    from sources.kinds import KindError
+    from sources.models import Source
+    from sources.services import source_create
+
+    parts = urlsplit(page_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if origin not in {o.rstrip("/") for o in agent.allowed_origins}:
+        return False
+    url = page_url.split("#", 1)[0]
+    with workspace_scope(agent.workspace_id):
+        if Source.objects.filter(agent=agent, kind="auto", config__url=url).exists():
+            return False
+        budget_key = f"auto-sources:{agent.workspace_id}:{agent.id}:{int(timezone.now().timestamp() // 3600)}"
+        cache.add(budget_key, 0, timeout=3700)
+        if cache.incr(budget_key) > settings.AUTO_SOURCES_PER_HOUR:
+            return False
+        try:
+            source_create(
+                workspace=agent.workspace, agent_id=agent.id, kind="auto", title="", payload={"url": url}
+            )
+        except KindError:
+            return False  # e.g. a page on a private address
+    return True
+
+
 def run_turn(
     *, agent: Agent, conversation: Conversation, user_text: str, audiences: list[str], show_hits: bool = False
 ) -> Iterator[dict[str, Any]]:

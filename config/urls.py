@@ -14,5 +14,6 @@ urlpatterns = [
     path("api/v1/", include("agents.api.urls")),
     path("api/v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("healthz", health),
+    path("", include("agents.urls")),
     path("", include("sources.urls")),
 ]

@@ -15,6 +15,7 @@ from retrieval import cache as semantic_cache
 from retrieval.embedders.base import EmbeddingError
 from retrieval.services import delete_chunk_vectors, store_chunk_vectors
 from retrieval.stores.base import VectorStoreError
+from sources.kinds import CRAWLED_KINDS
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 
@@ -107,6 +108,35 @@ def _fail_document(document: Document, message: str, detail: str) -> None:
     )
 
 
+def delete_source_chunks(*, source: Source) -> None:
+    """Remove a source's chunks through the store first (vectors, keyword postings), then the rows."""
+    with workspace_scope(source.workspace_id), transaction.atomic():
+        chunk_ids = [str(i) for i in Chunk.objects.filter(source_id=source.id).values_list("id", flat=True)]
+        delete_chunk_vectors(workspace_id=source.workspace_id, chunk_ids=chunk_ids)
+        Chunk.objects.filter(source_id=source.id).delete()
+
+
+def source_reindex(*, source: Source) -> bool:
+    """Chunk and embed a source again from what is kept: a text's content, an upload's segments, a
+    crawled page's extracted text. Nothing is fetched or uploaded again."""
+    from ingestion import tasks
+
+    with workspace_scope(source.workspace_id):
+        updated = (
+            Source.objects.filter(id=source.id)
+            .exclude(status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING])
+            .update(status=Status.PENDING, error="", error_detail="")
+        )
+        if not updated:
+            return False
+        if source.kind != "upload":
+            Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
+        workspace_id, source_id = source.workspace_id, source.id
+        task = tasks.index_upload if source.kind == "upload" else tasks.index_source
+        transaction.on_commit(lambda: task.delay(workspace_id=workspace_id, source_id=source_id))
+    return True
+
+
 def source_refresh_status(*, source_id: int) -> None:
     """Derive a source's counters and status from its documents (the single source of truth)."""
     counts = Document.objects.filter(source_id=source_id).aggregate(
@@ -121,7 +151,8 @@ def source_refresh_status(*, source_id: int) -> None:
         "pages_failed": counts["failed"],
         "chunks_count": chunks,
     }
-    if counts["done"] + counts["failed"] == counts["total"]:
+    in_flight = counts["total"] - counts["done"] - counts["failed"]
+    if in_flight == 0:
         if counts["done"] == 0:
             first_error = (
                 Document.objects.filter(source_id=source_id, status=Status.FAILED)
@@ -134,7 +165,13 @@ def source_refresh_status(*, source_id: int) -> None:
                 error_detail=(first_error or {}).get("error_detail", ""),
             )
         else:
-            update.update(status=Status.DONE, indexed_at=timezone.now())
+            update.update(status=Status.DONE, indexed_at=timezone.now(), error="", error_detail="")
+    else:
+        crawling = Document.objects.filter(
+            source_id=source_id, status__in=[Status.PENDING, Status.CRAWLING]
+        ).exists()
+        kind = Source.objects.filter(id=source_id).values_list("kind", flat=True).first()
+        update["status"] = Status.CRAWLING if crawling and kind in CRAWLED_KINDS else Status.INDEXING
     Source.objects.filter(id=source_id).update(**update)
     source = Source.objects.filter(id=source_id).values("workspace_id", "agent_id").first()
     if source:

@@ -1,11 +1,18 @@
-"""Celery tasks: thin wrappers that load a row by id, in its workspace scope, and call one service."""
+"""Celery tasks: thin wrappers that load a row by id, in its workspace scope, and call one service.
+
+Routing (crawl_* on `crawl`, index_* on `index`), acks_late, prefetch and time limits live in
+settings. Retries are decided by ingestion.crawling by failure class; the task only schedules them.
+"""
 
 from __future__ import annotations
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
 
-from ingestion import services
-from sources.models import Source
+from ingestion import crawling, hostlimit, services
+from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 
 
@@ -16,3 +23,99 @@ def index_source(*, workspace_id: int, source_id: int) -> None:
         if source is None:
             return  # deleted while queued
         services.source_index(source=source)
+
+
+@shared_task(
+    acks_late=True,
+    soft_time_limit=settings.UPLOAD_TASK_TIME_LIMIT,
+    time_limit=settings.UPLOAD_TASK_TIME_LIMIT + 60,
+)
+def index_upload(*, workspace_id: int, source_id: int) -> None:
+    from ingestion.uploads import upload_index
+
+    with workspace_scope(workspace_id):
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            return
+        upload_index(source=source)
+
+
+@shared_task(acks_late=True)
+def crawl_source(*, workspace_id: int, source_id: int) -> None:
+    with workspace_scope(workspace_id):
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            return
+        document_ids = crawling.source_expand(source=source)
+        # One job per page, staggered so a big sitemap does not hit the site all at once.
+        stagger = settings.CRAWL_STAGGER_SECONDS
+        for i, document_id in enumerate(document_ids):
+            crawl_page.apply_async(
+                kwargs={"workspace_id": workspace_id, "document_id": document_id},
+                countdown=i * stagger if stagger else None,
+            )
+        services.source_refresh_status(source_id=source_id)
+
+
+@shared_task(
+    acks_late=True,
+    soft_time_limit=settings.CRAWL_PAGE_TIME_LIMIT,
+    time_limit=settings.CRAWL_PAGE_TIME_LIMIT + 30,
+)
+def crawl_page(
+    *, workspace_id: int, document_id: int, attempt: int = 0, requeues: int = 0, waits: int = 0
+) -> None:
+    with workspace_scope(workspace_id):
+        document = Document.objects.filter(id=document_id).first()
+        if document is None:
+            return
+        slot = hostlimit.acquire(document.url)
+        if not slot and waits < settings.CRAWL_MAX_HOST_WAITS:
+            # The host is busy with other pages of ours: wait a moment; this spends no attempt.
+            crawl_page.apply_async(
+                kwargs={
+                    "workspace_id": workspace_id,
+                    "document_id": document_id,
+                    "attempt": attempt,
+                    "requeues": requeues,
+                    "waits": waits + 1,
+                },
+                countdown=settings.CRAWL_HOST_WAIT_SECONDS,
+            )
+            return
+        try:
+            outcome = crawling.document_crawl(document=document, attempt=attempt, requeues=requeues)
+        except SoftTimeLimitExceeded:
+            crawling.page_timed_out(document=document)
+            outcome = crawling.PageOutcome()
+        finally:
+            if slot:
+                hostlimit.release(document.url)
+        following = {"workspace_id": workspace_id, "document_id": document_id}
+        if outcome.retry_in is not None:
+            crawl_page.apply_async(
+                kwargs={**following, "attempt": attempt + 1, "requeues": requeues}, countdown=outcome.retry_in
+            )
+        elif outcome.requeue_in is not None:
+            crawl_page.apply_async(
+                kwargs={**following, "attempt": attempt, "requeues": requeues + 1},
+                countdown=outcome.requeue_in,
+            )
+        elif outcome.index:
+            transaction.on_commit(lambda: index_document.delay(**following))
+        services.source_refresh_status(source_id=document.source_id)
+
+
+@shared_task(acks_late=True)
+def index_document(*, workspace_id: int, document_id: int) -> None:
+    with workspace_scope(workspace_id):
+        document = Document.objects.filter(id=document_id).first()
+        if document is None:
+            return
+        services.document_index(document=document)
+        services.source_refresh_status(source_id=document.source_id)
+
+
+@shared_task(acks_late=True)
+def crawl_sweep_stalled() -> dict[str, int]:
+    return crawling.sweep_stalled()

@@ -39,6 +39,8 @@ pids+=($!)
 pids+=($!)
 .venv/bin/celery -A config worker -Q index -n "index@%h" --concurrency 1 --loglevel INFO &
 pids+=($!)
+.venv/bin/celery -A config beat --schedule .local/celerybeat-schedule --loglevel INFO &
+pids+=($!)
 
 echo
 echo "Grounded demo workspace:"

@@ -28,9 +28,60 @@ class TextConfig(KindConfig):
         return value
 
 
+def _checked_url(value: str) -> str:
+    """http(s) only, with a host, and not an address we refuse to fetch. The crawl checks again after
+    its own DNS lookup, since a name can point elsewhere later."""
+    from ingestion.crawl.addresses import resolve_allowed_addresses
+    from ingestion.crawl.errors import BlockedAddressError, FetchError
+    from ingestion.crawling import fetch_policy
+    from ingestion.safety import check_url
+
+    value = value.strip()
+    if len(value) > 2000:
+        raise ValueError("Web addresses are at most 2,000 characters.")
+    policy = fetch_policy()
+    try:
+        parsed = check_url(value, policy)
+    except FetchError as exc:
+        raise ValueError(exc.message) from exc
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        resolve_allowed_addresses(parsed.host, port, policy)
+    except BlockedAddressError as exc:
+        raise ValueError(exc.message) from exc
+    except FetchError:
+        pass  # DNS trouble: the crawl reports it, with retries, rather than the form
+    return value
+
+
+class UrlConfig(KindConfig):
+    url: str
+
+    @field_validator("url")
+    @classmethod
+    def checked(cls, value: str) -> str:
+        return _checked_url(value)
+
+
+class SitemapConfig(UrlConfig):
+    """A site root (the sitemap is discovered), a sitemap, or a sitemap index."""
+
+    max_pages: int | None = Field(default=None, ge=1, le=50_000)
+
+
+class FeedConfig(UrlConfig):
+    pass
+
+
 KINDS: dict[str, type[KindConfig]] = {
     "text": TextConfig,
+    "url": UrlConfig,
+    "sitemap": SitemapConfig,
+    "feed": FeedConfig,
+    # Pages widget visitors land on; created by the widget, validated like a URL.
+    "auto": UrlConfig,
 }
+CRAWLED_KINDS = frozenset({"url", "sitemap", "feed", "auto"})
 
 
 class KindError(ValueError):

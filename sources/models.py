@@ -105,6 +105,9 @@ class Source(TenantModel):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.CharField(max_length=500, blank=True, help_text="What went wrong, written for people.")
     error_detail = models.TextField(blank=True, help_text="The raw upstream error, for operators.")
+    notice = models.CharField(
+        max_length=500, blank=True, help_text="Something people should know, not an error."
+    )
     pages_total = models.PositiveIntegerField(default=0)
     pages_done = models.PositiveIntegerField(default=0)
     pages_failed = models.PositiveIntegerField(default=0)
@@ -136,11 +139,15 @@ class Document(TenantModel):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.CharField(max_length=500, blank=True)
     error_detail = models.TextField(blank=True)
+    # For conditional recrawls (If-None-Match / If-Modified-Since).
+    etag = models.CharField(max_length=300, blank=True)
+    last_modified = models.CharField(max_length=100, blank=True)
+    fetched_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["source", "status"])]
+        indexes = [models.Index(fields=["source", "status"]), models.Index(fields=["status", "updated_at"])]
 
     def __str__(self) -> str:
         return self.title or self.url or f"document {self.pk}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 
-from sources.models import Membership
+from sources.models import Chunk, Membership, Source
 
 
 def memberships_of(user: AbstractBaseUser) -> list[Membership]:
@@ -20,3 +20,31 @@ def current_membership(request: HttpRequest) -> Membership | None:
         if membership.workspace_id == chosen:
             return membership
     return memberships[0] if memberships else None
+
+
+def source_preview(*, source: Source, documents: int = 20, chunks: int = 10) -> dict:
+    """What a source turned into: its documents (with an excerpt) and a sample of its chunks."""
+    docs = list(source.documents.order_by("id")[:documents])
+    sample = list(Chunk.objects.filter(source_id=source.id).order_by("document_id", "position")[:chunks])
+    return {
+        "source": {"id": source.id, "title": source.title, "kind": source.kind, "status": source.status},
+        "documents_total": source.documents.count(),
+        "chunks_total": Chunk.objects.filter(source_id=source.id).count(),
+        "documents": [
+            {
+                "id": d.id,
+                "title": d.title,
+                "url": d.url or None,
+                "status": d.status,
+                "error": d.error,
+                "language": d.language,
+                "chars": len(d.text),
+                "excerpt": d.text[:1000],
+            }
+            for d in docs
+        ],
+        "chunks": [
+            {"id": str(c.id), "document_id": c.document_id, "position": c.position, "text": c.text}
+            for c in sample
+        ],
+    }

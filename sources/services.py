@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.models import Agent
-from sources.kinds import KindError, TextConfig, validate_config
+from sources.kinds import CRAWLED_KINDS, KindError, TextConfig, validate_config
 from sources.models import ApiKey, Document, Source, Status, Workspace
 from sources.tenancy import workspace_scope
 
@@ -28,6 +28,8 @@ def source_create(*, workspace: Workspace, agent_id: Any, kind: str, title: str,
         except KindError as exc:
             errors.update(exc.errors)
         title = (title or "").strip()
+        if not title and kind in CRAWLED_KINDS and isinstance(payload.get("url"), str):
+            title = payload["url"].strip()[:300]  # a page is named by its address until crawled
         if not title:
             errors["title"] = ["A title is required."]
         elif len(title) > 300:
@@ -36,6 +38,12 @@ def source_create(*, workspace: Workspace, agent_id: Any, kind: str, title: str,
             raise KindError(errors)
 
         with transaction.atomic():
+            if kind in CRAWLED_KINDS:
+                source = Source.objects.create(
+                    agent=agent, kind=kind, title=title, config=config.model_dump(exclude_none=True)
+                )
+                _queue_crawl(source)
+                return source
             if isinstance(config, TextConfig):
                 source = Source.objects.create(
                     agent=agent, kind=kind, title=title, config={"chars": len(config.content)}, pages_total=1
@@ -59,16 +67,89 @@ def _queue_ingestion(source: Source) -> None:
     transaction.on_commit(lambda: tasks.index_source.delay(workspace_id=workspace_id, source_id=source_id))
 
 
-def source_delete(*, source: Source) -> None:
-    """Delete a source with its documents, chunks and vector points."""
-    from retrieval import cache as semantic_cache
-    from retrieval.services import delete_chunk_vectors
+def _queue_crawl(source: Source) -> None:
+    from ingestion import tasks
 
-    with workspace_scope(source.workspace_id), transaction.atomic():
-        chunk_ids = [str(i) for i in source.chunks.values_list("id", flat=True)]
-        delete_chunk_vectors(workspace_id=source.workspace_id, chunk_ids=chunk_ids)
+    workspace_id, source_id = source.workspace_id, source.id
+    transaction.on_commit(lambda: tasks.crawl_source.delay(workspace_id=workspace_id, source_id=source_id))
+
+
+def source_delete(*, source: Source) -> None:
+    """Delete a source with its documents, chunks, vector points and stored files.
+
+    The database rows go in one transaction, after the store has dropped the vector points (a store
+    that fails aborts the whole delete, so no point outlives its chunk); files go once it commits.
+    """
+    from ingestion.services import delete_source_chunks
+    from ingestion.uploads import delete_files
+    from retrieval import cache as semantic_cache
+
+    workspace_id, source_id = source.workspace_id, source.id
+    with workspace_scope(workspace_id), transaction.atomic():
+        delete_source_chunks(source=source)
         source.delete()
-    semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
+        transaction.on_commit(lambda: delete_files(workspace_id, source_id))
+    semantic_cache.invalidate(workspace_id=workspace_id, agent_id=source.agent_id)
+
+
+class UploadTooLarge(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: str = "") -> list[Source]:
+    """One upload source per file. Limits are checked before anything is stored."""
+    from django.conf import settings
+
+    from ingestion.uploads import store_original
+
+    if not files:
+        raise KindError({"file": ["Attach at least one file."]})
+    if len(files) > settings.UPLOAD_MAX_FILES_PER_REQUEST:
+        raise KindError({"file": [f"At most {settings.UPLOAD_MAX_FILES_PER_REQUEST} files at once."]})
+    limit = settings.UPLOAD_MAX_FILE_BYTES
+    for upload in files:
+        if upload.size > limit:
+            raise UploadTooLarge(
+                f"{upload.name} is {upload.size / 1e6:.1f} MB; the limit per file is {limit / 1e6:.0f} MB."
+            )
+        if upload.size == 0:
+            raise KindError({"file": [f"{upload.name} is empty."]})
+    with workspace_scope(workspace.id):
+        agent = Agent.objects.filter(id=agent_id).first() if str(agent_id).isdigit() else None
+        if agent is None:
+            raise KindError({"agent": ["No agent with this id in your workspace."]})
+        used = sum(s.config.get("size", 0) for s in Source.objects.filter(kind="upload").only("config"))
+        incoming = sum(u.size for u in files)
+        if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
+            raise UploadTooLarge(
+                f"This workspace's files would take {(used + incoming) / 1e6:.0f} MB; "
+                f"the limit is {settings.UPLOAD_MAX_WORKSPACE_BYTES / 1e6:.0f} MB. Delete some files first."
+            )
+        created = []
+        with transaction.atomic():
+            for upload in files:
+                filename = (upload.name or "file").replace("\\", "/").rsplit("/", 1)[-1][:200]
+                source = Source.objects.create(
+                    agent=agent,
+                    kind="upload",
+                    title=(title if len(files) == 1 and title else filename)[:300],
+                    config={"filename": filename, "size": upload.size},
+                )
+                path, digest = store_original(source, upload)
+                source.config.update(storage_path=path, sha256=digest)
+                source.save(update_fields=["config"])
+                created.append(source)
+                _queue_upload(source)
+        return created
+
+
+def _queue_upload(source: Source) -> None:
+    from ingestion import tasks
+
+    workspace_id, source_id = source.workspace_id, source.id
+    transaction.on_commit(lambda: tasks.index_upload.delay(workspace_id=workspace_id, source_id=source_id))
 
 
 def source_mark_failed(*, source: Source, message: str, detail: str) -> None:

@@ -105,9 +105,13 @@ def _empty_cache(request):
     """Each test starts with an empty cache (rate limits, semantic cache). The broker lives in another
     Redis database, so a running worker keeps its queues."""
     if request.config.pluginmanager.hasplugin("django"):
-        from django.core.cache import cache
+        import redis
+        from django.conf import settings
 
-        cache.clear()
+        # Only this session's keys: another session may be using the same Redis database.
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        for key in client.scan_iter(match=f"{settings.REDIS_KEY_PREFIX}*", count=1000):
+            client.delete(key)
     yield
 
 
@@ -117,15 +121,18 @@ def celery_worker(django_db_setup, django_db_blocker):
     import redis
     from django.conf import settings
 
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    for key in broker.scan_iter(match=f"{settings.REDIS_KEY_PREFIX}*", count=1000):
+        broker.delete(key)  # queues left by an earlier, interrupted run of this session id
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.test",
+        GROUNDED_TEST_RUN=settings.TEST_RUN_ID,
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         PYTHONUNBUFFERED="1",
     )
-    log_path = ROOT / ".local" / "test-worker.log"
+    log_path = ROOT / ".local" / f"test-worker-{settings.TEST_RUN_ID}.log"
     log_path.parent.mkdir(exist_ok=True)
     log = log_path.open("w")
     process = subprocess.Popen(
@@ -197,3 +204,35 @@ def index_text(workspace, agent, title: str, content: str):
         )
         source_index(source=source)
         return Source.objects.get(id=source.id)
+
+
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (never a downloaded browser). Module-scoped: Playwright's
+    sync API holds an event loop in this thread while it runs, and the crawler's own browser strategy
+    (started by other tests) cannot run beside it."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.fail(
+            "No Chromium at /usr/bin/chromium: run `make test`, which installs it (apt-get install chromium)."
+        )
+    # Playwright's sync API keeps an event loop in this thread; the ORM calls tests make beside it are
+    # still synchronous, which Django would otherwise refuse.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(chromium), args=BROWSER_ARGS, headless=True)
+        yield launched
+        launched.close()

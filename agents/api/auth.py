@@ -66,7 +66,7 @@ def check_rate(agent: Agent, request: Request) -> None:
         ("key", agent.public_key, settings.WIDGET_RATE_PER_KEY),
         ("ip", f"{agent.public_key}:{client_address(request)}", settings.WIDGET_RATE_PER_ADDRESS),
     ):
-        key = f"rate:{scope}:{identity}"
+        key = f"{settings.REDIS_KEY_PREFIX}rate:{scope}:{identity}"
         pipe = client.pipeline()
         pipe.zremrangebyscore(key, 0, now - 60)
         pipe.zadd(key, {f"{now}:{uuid.uuid4().hex}": now})

@@ -176,9 +176,28 @@ class ConversationView(AgentPublicView):
         )
 
 
+class WidgetInitSerializer(serializers.Serializer):
+    page_url = serializers.URLField(required=False, max_length=2000)
+
+
 class WidgetInitView(AgentPublicView):
     rate_limited = False
 
-    @extend_schema(summary="Called when the widget starts: the agent's display settings.")
+    @extend_schema(
+        request=WidgetInitSerializer,
+        summary="Called when the widget starts: the agent's display settings. With auto sources on, the "
+        "page the widget was opened on is queued as a source (deduplicated, rate-limited per agent).",
+    )
     def post(self, request: Request, public_key: str) -> Response:
-        return Response({"name": self.agent.name, "show_sources": self.agent.sources_display != "none"})
+        body = WidgetInitSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        queued = False
+        if self.agent.auto_sources and body.validated_data.get("page_url"):
+            queued = services.queue_auto_source(agent=self.agent, page_url=body.validated_data["page_url"])
+        return Response(
+            {
+                "name": self.agent.name,
+                "show_sources": self.agent.sources_display != "none",
+                "page_queued": queued,
+            }
+        )

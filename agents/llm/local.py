@@ -21,6 +21,7 @@ NOTHING_FOUND = "I couldn't find anything about that in the knowledge I have."
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_SENTENCES = 3
 MIN_SIMILARITY = 0.35
+RELATIVE_CUTOFF = 0.8
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,13 @@ def extractive_answer(question: str, numbered: list[NumberedPassage]) -> Extract
         [len(question_terms & set(tokenize(c[2]))) / max(len(question_terms), 1) for c in candidates]
     )
     scores = similarity + 0.3 * overlap
+    # A sentence must be relevant on its own and close to the best one: a weaker sentence that merely
+    # shares a word ("kettle") with the question would dilute the answer and its sources.
+    cutoff = RELATIVE_CUTOFF * float(scores.max())
     best = [
-        i for i in np.argsort(-scores)[:MAX_SENTENCES] if similarity[i] >= MIN_SIMILARITY or overlap[i] >= 0.5
+        i
+        for i in np.argsort(-scores)[:MAX_SENTENCES]
+        if (similarity[i] >= MIN_SIMILARITY or overlap[i] >= 0.5) and scores[i] >= cutoff
     ]
     if not best:
         return ExtractiveAnswer(NOTHING_FOUND, [])

@@ -1,7 +1,15 @@
 """The test suite: the same real services as development, with fast password hashing."""
 
+import os
+
 from .base import *  # noqa: F403
-from .base import env
+from .base import CELERY_BROKER_TRANSPORT_OPTIONS, DATABASES, env
+
+# Concurrent test sessions (a developer's and a helper's) must not share a test database, queues or
+# Redis keys. The session's worker processes inherit the id through GROUNDED_TEST_RUN.
+TEST_RUN_ID = env("GROUNDED_TEST_RUN", default=str(os.getpid()))
+DATABASES["default"]["TEST"] = {"NAME": f"test_grounded_{TEST_RUN_ID}"}
+REDIS_KEY_PREFIX = f"t{TEST_RUN_ID}:"
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -9,7 +17,27 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # clearing the cache between tests cannot drop the broker's queue bindings.
 _redis_server = env("REDIS_URL", default="redis://127.0.0.1:63799/0").rsplit("/", 1)[0]
 REDIS_URL = f"{_redis_server}/15"
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": REDIS_KEY_PREFIX,
+    }
+}
 CELERY_BROKER_URL = f"{_redis_server}/14"
+CELERY_BROKER_TRANSPORT_OPTIONS = {**CELERY_BROKER_TRANSPORT_OPTIONS, "global_keyprefix": REDIS_KEY_PREFIX}
 # collectstatic is not part of the test run; whitenoise would warn about the missing directory.
 WHITENOISE_AUTOREFRESH = True
+
+# Test sites run on 127.0.0.1, so loopback alone is allowed; every other private range stays refused
+# (a redirect to 10.0.0.1 must fail without connecting). Tests of the default override this.
+CRAWL_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+CRAWL_MAX_RATE_LIMIT_REQUEUES = 2
+CRAWL_RETRY_BACKOFF = [0.2, 0.2, 0.2]
+CRAWL_RATE_LIMIT_WAIT = 0.2
+CRAWL_STAGGER_SECONDS = 0.0
+CRAWL_HOST_WAIT_SECONDS = 0.2
+CRAWL_FETCH_TIMEOUT = 3.0
+CRAWL_MAX_SOURCE_BYTES = 2 * 1024 * 1024  # so the oversized-page test needs only a 3 MB body
+# Shared by the test process and its worker processes (same run id), apart from a developer's media.
+MEDIA_ROOT = BASE_DIR / ".local" / f"test-media-{TEST_RUN_ID}"  # noqa: F405

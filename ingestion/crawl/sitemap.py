@@ -42,6 +42,8 @@ class SitemapResult:
     truncated: bool  # True when max_pages cut pages off
     errors: list[str] = field(default_factory=list)  # child sitemaps that failed, for people
     sitemaps: list[str] = field(default_factory=list)  # the sitemap files that were read
+    # Pages past the cap in the sitemaps already read; more may sit in sitemaps not fetched.
+    left_out: int = 0
 
 
 def _local_name(tag: object) -> str:
@@ -162,13 +164,14 @@ class _SitemapCrawl:
         self.errors: list[str] = []
         self.probe_errors: list[str] = []
         self.truncated = False
+        self.beyond_cap: set[str] = set()
 
     @property
     def read_any(self) -> bool:
         return bool(self.read)
 
     def result(self) -> SitemapResult:
-        return SitemapResult(list(self.pages), self.truncated, self.errors, self.read)
+        return SitemapResult(list(self.pages), self.truncated, self.errors, self.read, len(self.beyond_cap))
 
     def run(self, start: list[str], *, top_level: bool, quiet: bool = False) -> None:
         """Breadth-first through indexes. With top_level, a failure of the first sitemap is raised: it is the
@@ -202,5 +205,6 @@ class _SitemapCrawl:
                 continue
             if len(self.pages) >= self.max_pages:
                 self.truncated = True
-                return
+                self.beyond_cap.add(page_url)  # counted, so the source can say how many were left out
+                continue
             self.pages[page_url] = None

@@ -19,6 +19,7 @@ class SourceSerializer(serializers.ModelSerializer):
             "config",
             "status",
             "error",
+            "notice",
             "pages_total",
             "pages_done",
             "pages_failed",

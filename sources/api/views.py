@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,6 +37,8 @@ class SourceListView(WorkspaceAPIView):
 
     @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
     def post(self, request: Request) -> Response:
+        if request.content_type.startswith("multipart/"):
+            return self._upload(request)
         envelope = SourceCreateSerializer(data=request.data)
         envelope.is_valid(raise_exception=True)
         payload = {k: v for k, v in request.data.items() if k not in ENVELOPE_FIELDS}
@@ -51,6 +53,26 @@ class SourceListView(WorkspaceAPIView):
         except KindError as exc:
             raise ValidationError(exc.errors) from exc
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
+
+    def _upload(self, request: Request) -> Response:
+        """One or many files (field `file`), each becoming an upload source."""
+        from django.conf import settings
+
+        ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000
+        if int(request.META.get("CONTENT_LENGTH") or 0) > ceiling:
+            return Response({"file": ["The upload is larger than we accept."]}, status=413)
+        try:
+            sources = services.upload_create(
+                workspace=self.workspace,
+                agent_id=request.data.get("agent"),
+                files=request.FILES.getlist("file"),
+                title=request.data.get("title", ""),
+            )
+        except services.UploadTooLarge as exc:
+            return Response({"file": [exc.message]}, status=413)
+        except KindError as exc:
+            raise ValidationError(exc.errors) from exc
+        return Response(SourceSerializer(sources, many=True).data, status=status.HTTP_201_CREATED)
 
 
 class SourceDetailView(WorkspaceAPIView):
@@ -87,3 +109,65 @@ class SearchView(WorkspaceAPIView):
             ),
         )
         return Response({"results": PassageSerializer(passages, many=True).data})
+
+
+class DiscoverRequestSerializer(serializers.Serializer):
+    domain = serializers.CharField(max_length=300)
+
+
+class DiscoverView(WorkspaceAPIView):
+    """Find a domain's pages (robots.txt, sitemaps, common paths) for the admin to pick from."""
+
+    @extend_schema(request=DiscoverRequestSerializer)
+    def post(self, request: Request) -> Response:
+        from ingestion.crawl.discover import discover
+        from ingestion.crawl.errors import FetchError
+        from ingestion.crawling import fetch_policy
+
+        body = DiscoverRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            pages = discover(body.validated_data["domain"], fetch_policy())
+        except FetchError as exc:
+            raise ValidationError({"domain": [exc.message]}) from exc
+        return Response({"pages": [{"url": p.url, "title": p.title, "found_by": p.found_by} for p in pages]})
+
+
+class SourceRecrawlView(WorkspaceAPIView):
+    def post(self, request: Request, source_id: int) -> Response:
+        from ingestion.crawling import source_recrawl
+
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            raise Http404
+        if not source_recrawl(source=source):
+            raise ValidationError(
+                {"source": ["Only web sources that are not already crawling can be recrawled."]}
+            )
+        source.refresh_from_db()
+        return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SourceReindexView(WorkspaceAPIView):
+    def post(self, request: Request, source_id: int) -> Response:
+        from ingestion.services import source_reindex
+
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            raise Http404
+        if not source_reindex(source=source):
+            raise ValidationError({"source": ["This source is already being processed."]})
+        source.refresh_from_db()
+        return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SourcePreviewView(WorkspaceAPIView):
+    """The extracted documents and a sample of chunks, so bad extraction can be spotted."""
+
+    def get(self, request: Request, source_id: int) -> Response:
+        from sources.selectors import source_preview
+
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            raise Http404
+        return Response(source_preview(source=source))

@@ -294,3 +294,30 @@ def test_the_public_api_has_an_openapi_schema(client):
     schema = client.get("/api/v1/schema").content.decode()
     assert "/api/v1/agents/{public_key}/chat/stream" in schema
     assert "/api/v1/agents/{public_key}/chat" in schema
+
+
+# --- the owner's preview shows the passages ------------------------------------------------------------
+
+
+def preview(client, agent, message="How long is the kettle warranty?"):
+    return client.post(
+        f"/app/agents/{agent.id}/preview/chat/stream", {"message": message}, content_type="application/json"
+    )
+
+
+def test_the_owner_preview_shows_the_retrieved_passages(client, owner, agent, knowledge):
+    client.force_login(owner)
+    stream = events(preview(client, agent))
+    hits = [e for e in stream if e["type"] == "knowledge.hits"]
+    assert len(hits) == 1 and hits[0]["query"] == "How long is the kettle warranty?"
+    assert hits[0]["hits"][0]["title"] == "Kettle care" and "two-year warranty" in hits[0]["hits"][0]["text"]
+    assert stream[-1]["type"] == "done"
+
+
+def test_a_member_cannot_preview_and_an_outsider_gets_404(client, member, outsider, agent, knowledge):
+    client.force_login(member)
+    assert preview(client, agent).status_code == 403
+    client.force_login(outsider)
+    assert preview(client, agent).status_code == 404
+    client.logout()
+    assert preview(client, agent).status_code == 302  # to the sign-in page

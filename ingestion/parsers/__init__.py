@@ -1,0 +1,1 @@
+"""File parsers for uploads: content-sniffed, scored, with fallbacks. The entry points live in registry."""

@@ -1,0 +1,120 @@
+"""XLSX: every visible sheet, one segment per row as `column: value | column: value`.
+
+openpyxl in read-only mode streams rows instead of building the whole workbook in memory. It returns dates
+already converted under the workbook's own date system (1900 or 1904). Read-only mode does not report
+merged ranges, so they are read from each sheet's <mergeCells> with a streaming defusedxml pass, and a
+merged value is repeated into every cell of its range so each row reads whole.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from ingestion.parsers.base import ParseOptions, Parser, Segment, corrupt
+from ingestion.parsers.ooxml import open_package
+from ingestion.parsers.safety import check_office_zip
+from ingestion.parsers.tables import HEADER_SEARCH_ROWS, rows_to_segments
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+SHEET_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+# Past this, a "sheet" is formatting applied to whole columns, not data: stop reading it.
+MAX_COLUMNS = 1000
+
+
+def merged_ranges(archive: zipfile.ZipFile, sheet_path: str) -> list[tuple[int, int, int, int]]:
+    """(min_row, min_col, max_row, max_col), 1-based, for each merged range of the sheet."""
+    from defusedxml.ElementTree import iterparse
+    from openpyxl.utils.cell import range_boundaries
+
+    ranges = []
+    with archive.open(sheet_path.lstrip("/")) as stream:
+        for _, element in iterparse(stream, forbid_dtd=True):
+            if element.tag == SHEET_NS + "mergeCell":
+                min_col, min_row, max_col, max_row = range_boundaries(element.get("ref", ""))
+                ranges.append((min_row, min_col, max_row, max_col))
+            elif element.tag == SHEET_NS + "row":
+                element.clear()  # rows are read by openpyxl; only the merge list matters here
+    return ranges
+
+
+def fill_merged(rows: dict[int, list[Any]], ranges: list[tuple[int, int, int, int]]) -> None:
+    for min_row, min_col, max_row, max_col in ranges:
+        top_left = rows.get(min_row, [])
+        value = top_left[min_col - 1] if min_col - 1 < len(top_left) else None
+        if value in (None, ""):
+            continue
+        for row_number in range(min_row, min(max_row, min_row + 10_000) + 1):
+            row = rows.setdefault(row_number, [])
+            if len(row) < max_col:
+                row.extend([None] * (max_col - len(row)))
+            for column in range(min_col - 1, min(max_col, MAX_COLUMNS)):
+                row[column] = value
+
+
+def _all_bold(cells: list[Any]) -> bool:
+    filled = [cell for cell in cells if getattr(cell, "value", None) not in (None, "")]
+    return bool(filled) and all(getattr(getattr(cell, "font", None), "b", False) for cell in filled)
+
+
+def sheet_segments(worksheet: Any, archive: zipfile.ZipFile | None) -> list[Segment]:
+    rows: dict[int, list[Any]] = {}
+    bold_by_row: dict[int, bool] = {}
+    for index, cells in enumerate(worksheet.iter_rows(max_col=MAX_COLUMNS)):
+        values = [cell.value for cell in cells]
+        if not any(value not in (None, "") for value in values):
+            continue
+        row_number = getattr(cells[0], "row", None) or index + 1
+        rows[row_number] = values
+        if len(bold_by_row) < HEADER_SEARCH_ROWS:
+            bold_by_row[row_number] = _all_bold(list(cells))
+    raw = {number: list(values) for number, values in rows.items()}
+    if archive is not None and getattr(worksheet, "_worksheet_path", None):
+        fill_merged(rows, merged_ranges(archive, worksheet._worksheet_path))
+    numbers = sorted(rows)
+    return rows_to_segments(
+        [rows[n] for n in numbers],
+        title=worksheet.title,
+        meta={"sheet": worksheet.title},
+        row_numbers=numbers,
+        bold=[bold_by_row.get(n, False) for n in numbers],
+        raw_rows=[raw.get(n, []) for n in numbers],
+    )
+
+
+class XlsxParser(Parser):
+    name = "openpyxl"
+
+    def score(self, sniffed_type: str, filename: str) -> int:
+        return 100 if sniffed_type == XLSX else 0
+
+    def parse(self, path: Path, filename: str, options: ParseOptions) -> list[Segment]:
+        import openpyxl
+        from openpyxl.utils.exceptions import InvalidFileException
+
+        check_office_zip(path)
+        source = open_package(path)
+        # A file object, not a path: openpyxl refuses paths whose extension is not .xlsx, and stored
+        # uploads are named by us, not by the uploader.
+        stream = source.open("rb") if isinstance(source, Path) else source
+        try:
+            with warnings.catch_warnings():
+                # "no default style" and similar notes about the file's styling: nothing for us to do.
+                warnings.simplefilter("ignore")
+                workbook = openpyxl.load_workbook(stream, read_only=True, data_only=True)
+        except (InvalidFileException, KeyError, ValueError, zipfile.BadZipFile, TypeError) as exc:
+            stream.close()
+            raise corrupt(f"openpyxl: {exc!r}") from exc
+        try:
+            archive = getattr(workbook, "_archive", None)
+            segments = []
+            for worksheet in workbook.worksheets:
+                if worksheet.sheet_state != "visible":
+                    continue  # hidden sheets hold lookups and scratch work the author chose not to show
+                segments.extend(sheet_segments(worksheet, archive))
+            return segments
+        finally:
+            workbook.close()
+            stream.close()

@@ -1,0 +1,254 @@
+"""Small files made at test time, so no binary fixture has to be committed and explained.
+
+ODT and ODS are written with odfpy; DOC and XLS are converted from them by LibreOffice (a real Word 97 and
+Excel 97 writer) when it is installed. OOXML edge cases (billion laughs, zip bombs, Strict namespaces,
+inline strings, text boxes) are python-docx or openpyxl output with one part rewritten.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+WORD_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def odt(path: Path) -> Path:
+    from odf.opendocument import OpenDocumentText
+    from odf.table import Table, TableCell, TableColumn, TableRow
+    from odf.text import H, List, ListItem, Note, NoteBody, NoteCitation, P
+
+    document = OpenDocumentText()
+    document.text.addElement(H(outlinelevel=1, text="Quarterly Report"))
+    paragraph = P(text="Revenue grew in the northern region.")
+    note = Note(id="ftn1", noteclass="footnote")
+    note.addElement(NoteCitation(text="1"))
+    body = NoteBody()
+    body.addElement(P(text="Audited figures."))
+    note.addElement(body)
+    paragraph.addElement(note)
+    document.text.addElement(paragraph)
+    document.text.addElement(H(outlinelevel=2, text="Regions"))
+    items = List()
+    for text in ("North: strong", "South: flat"):
+        item = ListItem()
+        item.addElement(P(text=text))
+        items.addElement(item)
+    document.text.addElement(items)
+    table = Table(name="Sales")
+    table.addElement(TableColumn(numbercolumnsrepeated=2))
+    for cells in (("Region", "Sales"), ("North", "1200"), ("South", "800")):
+        row = TableRow()
+        for text in cells:
+            cell = TableCell()
+            cell.addElement(P(text=text))
+            row.addElement(cell)
+        table.addElement(row)
+    document.text.addElement(table)
+    document.save(str(path))
+    return path
+
+
+def ods(path: Path) -> Path:
+    """A title row above the header, typed dates and numbers, a merged title, and a hidden sheet."""
+    from odf.number import DateStyle as NumberDateStyle
+    from odf.number import Day, Month, Year
+    from odf.number import Text as NumberText
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.style import Style, TableProperties
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+
+    document = OpenDocumentSpreadsheet()
+    date_format = NumberDateStyle(name="isoDate")
+    date_format.addElement(Year(style="long"))
+    date_format.addElement(NumberText(text="-"))
+    date_format.addElement(Month(style="long"))
+    date_format.addElement(NumberText(text="-"))
+    date_format.addElement(Day(style="long"))
+    document.automaticstyles.addElement(date_format)
+    date_cell = Style(name="dateCell", family="table-cell", datastylename="isoDate")
+    document.automaticstyles.addElement(date_cell)
+    hidden = Style(name="hiddenTable", family="table")
+    hidden.addElement(TableProperties(display=False))
+    document.automaticstyles.addElement(hidden)
+
+    sales = Table(name="Sales")
+
+    def add_row(table: Table, cells: list) -> None:
+        row = TableRow()
+        for value in cells:
+            if isinstance(value, tuple) and value[0] == "date":
+                cell = TableCell(valuetype="date", datevalue=value[1], stylename=date_cell)
+                cell.addElement(P(text=value[1]))
+            elif isinstance(value, float):
+                cell = TableCell(valuetype="float", value=str(value))
+                cell.addElement(P(text=str(value)))
+            elif isinstance(value, tuple) and value[0] == "span":
+                cell = TableCell(valuetype="string", numbercolumnsspanned=value[2])
+                cell.addElement(P(text=value[1]))
+            elif value is None:
+                cell = TableCell()
+            else:
+                cell = TableCell(valuetype="string")
+                cell.addElement(P(text=value))
+            row.addElement(cell)
+        table.addElement(row)
+
+    add_row(sales, [("span", "Sales by region, 2023", 3), None, None])
+    add_row(sales, ["Region", "Closed on", "Amount"])
+    add_row(sales, ["North", ("date", "2023-03-31"), 1200.5])
+    add_row(sales, ["South", ("date", "2023-06-30"), 800.0])
+    document.spreadsheet.addElement(sales)
+    secret = Table(name="Secret", stylename=hidden)
+    add_row(secret, ["classified payroll", "do not index"])
+    document.spreadsheet.addElement(secret)
+    document.save(str(path))
+    return path
+
+
+def soffice_convert(source: Path, target_format: str, workdir: Path) -> Path | None:
+    """LibreOffice's conversion of `source`, or None where LibreOffice is not installed."""
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        return None
+    out = workdir / "converted"
+    subprocess.run(
+        [
+            soffice,
+            f"-env:UserInstallation={(workdir / 'lo-profile').as_uri()}",
+            "--headless",
+            "--norestore",
+            "--convert-to",
+            target_format,
+            "--outdir",
+            str(out),
+            str(source),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    converted = out / f"{source.stem}.{target_format}"
+    return converted if converted.exists() else None
+
+
+def docx_bytes(paragraphs: list[str]) -> bytes:
+    import docx
+
+    document = docx.Document()
+    for text in paragraphs:
+        document.add_paragraph(text)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def rewrite_zip(data: bytes, replacements: dict[str, bytes], extra: dict[str, bytes] | None = None) -> bytes:
+    """The same package with some members replaced and others added."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for member in source.infolist():
+            target.writestr(member, replacements.get(member.filename, source.read(member)))
+        for name, content in (extra or {}).items():
+            target.writestr(name, content)
+    return buffer.getvalue()
+
+
+BILLION_LAUGHS = b"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">
+<w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>
+"""
+
+
+def zip_bomb_docx(uncompressed_mb: int = 64) -> bytes:
+    """A genuine DOCX plus one member of zeros that compresses about a thousand to one."""
+    buffer = io.BytesIO(docx_bytes(["An innocent looking document."]))
+    with (
+        zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("word/media/zeros.bin", "w") as member,
+    ):
+        block = bytes(1024 * 1024)
+        for _ in range(uncompressed_mb):
+            member.write(block)
+    return buffer.getvalue()
+
+
+def lying_zip_directory(data: bytes, member_name: str, declared_size: int) -> bytes:
+    """The package with one member's uncompressed size in the central directory set to `declared_size`."""
+    name = member_name.encode()
+    position = data.find(b"PK\x01\x02")
+    while position != -1:
+        name_length = int.from_bytes(data[position + 28 : position + 30], "little")
+        if data[position + 46 : position + 46 + name_length] == name:
+            patched = bytearray(data)
+            patched[position + 24 : position + 28] = declared_size.to_bytes(4, "little")
+            return bytes(patched)
+        position = data.find(b"PK\x01\x02", position + 4)
+    raise ValueError(f"{member_name} not in the central directory")
+
+
+def strict_docx(paragraphs: list[str]) -> bytes:
+    """python-docx output with its Transitional namespaces renamed to ISO 29500 Strict ones."""
+    data = docx_bytes(paragraphs)
+    renames = [
+        (
+            b"http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+            b"http://purl.oclc.org/ooxml/wordprocessingml/main",
+        ),
+        (
+            b"http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+            b"http://purl.oclc.org/ooxml/officeDocument/relationships",
+        ),
+    ]
+    source = zipfile.ZipFile(io.BytesIO(data))
+    replaced = {}
+    for member in source.infolist():
+        content = source.read(member)
+        if member.filename.endswith((".xml", ".rels")):
+            for transitional, strict in renames:
+                content = content.replace(transitional, strict)
+        replaced[member.filename] = content
+    return rewrite_zip(data, replaced)
+
+
+def docx_with_text_box_and_comment() -> bytes:
+    """A paragraph carrying a floating text box, and a comment anchored on a run."""
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Site Survey", level=1)
+    paragraph = document.add_paragraph("The survey covered the east wing.")
+    document.add_comment(paragraph.runs, text="Check the east wing numbers again.", author="Dana")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    body = source.read("word/document.xml")
+    # Word writes a text box twice: as a DrawingML shape (mc:Choice) and as VML for old readers (mc:Fallback).
+    box_paragraph = "<w:p><w:r><w:t>Callout: asbestos found in boiler room</w:t></w:r></w:p>"
+    text_box = (
+        '<w:p><w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+        ' xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape">'
+        '<mc:Choice Requires="wps"><w:drawing><wps:wsp><wps:txbx>'
+        f"<w:txbxContent>{box_paragraph}</w:txbxContent></wps:txbx></wps:wsp></w:drawing></mc:Choice>"
+        f"<mc:Fallback><w:pict><w:txbxContent>{box_paragraph}</w:txbxContent></w:pict></mc:Fallback>"
+        "</mc:AlternateContent></w:r></w:p>"
+    ).encode()
+    body = body.replace(b"<w:body>", b"<w:body>" + text_box, 1)
+    return rewrite_zip(buffer.getvalue(), {"word/document.xml": body})

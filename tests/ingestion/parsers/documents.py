@@ -1,0 +1,42 @@
+"""The shared real documents and a cache of their parses, so each file is parsed once per test run."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from ingestion.parsers.base import ParseError, Segment
+from ingestion.parsers.registry import parse_file
+
+# tests/ingestion/parsers/ -> the repository -> its sibling shared/ folder.
+DOCUMENTS = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "documents"
+
+
+def document(relative: str) -> Path:
+    return DOCUMENTS / relative
+
+
+@cache
+def _outcome(relative: str) -> tuple[Segment, ...] | ParseError:
+    path = document(relative)
+    try:
+        return tuple(parse_file(path, path.name))
+    except ParseError as exc:
+        return exc
+
+
+def segments(relative: str) -> tuple[Segment, ...]:
+    outcome = _outcome(relative)
+    if isinstance(outcome, ParseError):
+        raise AssertionError(f"{relative} failed: {outcome.message} ({outcome.detail})")
+    return outcome
+
+
+def text(relative: str) -> str:
+    return "\n\n".join(segment.text for segment in segments(relative))
+
+
+def failure(relative: str) -> ParseError:
+    outcome = _outcome(relative)
+    assert isinstance(outcome, ParseError), f"{relative} parsed, but a failure was expected"
+    return outcome

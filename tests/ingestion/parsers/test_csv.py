@@ -1,0 +1,48 @@
+"""CSV: encodings, delimiters, NUL bytes and row numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingestion.parsers.registry import parse_file
+from tests.ingestion.parsers.documents import segments
+
+
+def _parse(tmp_path: Path, data: bytes, name: str) -> list:
+    path = tmp_path / "upload.bin"
+    path.write_bytes(data)
+    return parse_file(path, name)
+
+
+def _texts(tmp_path: Path, data: bytes, name: str) -> list[str]:
+    return [segment.text for segment in _parse(tmp_path, data, name)]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "prefix"),
+    [("utf-8", b""), ("utf-8-sig", b""), ("utf-16", b""), ("utf-16-le", b""), ("latin-1", b"")],
+)
+def test_csv_encodings_are_detected(tmp_path: Path, encoding: str, prefix: bytes) -> None:
+    data = prefix + "ville;café;prix\nLyon;crème brûlée;4,50\nGenève;thé;3,20\n".encode(encoding)
+    assert _texts(tmp_path, data, "menu.csv") == [
+        "ville: Lyon | café: crème brûlée | prix: 4,50",
+        "ville: Genève | café: thé | prix: 3,20",
+    ]
+
+
+def test_csv_nul_bytes_are_dropped(tmp_path: Path) -> None:
+    data = b"name,score\nAda\x00,90\x00\nGrace,95\n"
+    assert _texts(tmp_path, data, "scores.csv") == ["name: Ada | score: 90", "name: Grace | score: 95"]
+
+
+def test_tab_separated_values(tmp_path: Path) -> None:
+    data = b"id\tlabel\n1\tfirst, with a comma\n2\tsecond\n"
+    assert _texts(tmp_path, data, "labels.tsv")[0] == "id: 1 | label: first, with a comma"
+
+
+def test_csv_rows_know_their_numbers() -> None:
+    rows = segments("csv/ks-1033-program-data.csv")
+    assert len(rows) == 1575
+    assert rows[0].meta["row"] == 2

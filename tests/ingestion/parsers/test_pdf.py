@@ -1,0 +1,139 @@
+"""PDF: reading order, columns, tables, running headers, encryption, truncation and OCR."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader, PdfWriter
+
+from ingestion.parsers.base import ParseError, ParseOptions
+from ingestion.parsers.registry import parse_file
+from tests.ingestion.parsers.documents import document, segments, text
+
+SCAN = "pdf/huckfinn-p22-scan-no-text.pdf"
+
+
+def test_two_column_page_is_read_column_by_column() -> None:
+    page_one = segments("pdf/multicolumn-latex.pdf")[0].text
+    left_column_end = page_one.index("Vivamus viverra fermentum felis. Donec nonummy")
+    right_column_start = page_one.index("pellentesque ante. Phasellus adipiscing semper elit.")
+    assert left_column_end < right_column_start
+    # Abstract and title come first, above both columns.
+    assert page_one.index("Two-Column Document with Lorem Ipsum") < page_one.index("Abstract")
+
+
+def test_words_hyphenated_at_line_ends_are_joined() -> None:
+    # The LaTeX page breaks "adip-iscing" across two lines of the left column.
+    assert "consectetuer adipiscing elit. Ut purus elit" in text("pdf/multicolumn-latex.pdf")
+
+
+def test_three_column_federal_register_keeps_each_column_whole() -> None:
+    page_one = segments("pdf/federal-register-2020-17221.pdf")[0].text
+    # Consecutive lines of the first and of the second column stay consecutive.
+    assert "SUMMARY: The FAA proposes to\nsupersede Airworthiness Directive (AD)" in page_one
+    assert "• Mail: U.S. Department of\nTransportation, Docket Operations, M–" in page_one  # noqa: RUF001
+
+
+def test_running_headers_and_footers_are_not_repeated_into_pages() -> None:
+    extracted = text("pdf/federal-register-2020-17221.pdf")
+    assert "Federal Register / Vol. 85, No. 152 / Thursday" not in extracted
+    assert "VerDate Sep<11>2014" not in extracted
+    siege = text("pdf/siege-of-vicksburg-scan-ocr.pdf")
+    assert "SIEGE OF VICKSBURG" not in siege.upper()
+    assert "JUNE 10TH.—The heat of the sun increases" in siege
+
+
+def test_pdf_segments_are_pages_with_their_numbers() -> None:
+    pages = segments("pdf/siege-of-vicksburg-scan-ocr.pdf")
+    assert [segment.meta["page"] for segment in pages] == [1, 2, 3, 4, 5, 6]
+    assert pages[0].title == "Page 1"
+
+
+def test_ruled_table_becomes_markdown_rows() -> None:
+    extracted = text("pdf/nics-background-checks-2015-11.pdf")
+    # The table is ruled every five states; each state is still its own row.
+    assert "| Alaska | 209 | 3,062 | 3,209 | 191 | 184 |" in extracted
+    assert "| Wyoming |" in extracted
+
+
+def test_unruled_results_keep_name_party_and_votes_on_one_line() -> None:
+    extracted = text("pdf/la-precinct-bulletin-2014-p1.pdf")
+    assert "GOVERNOR\nVOTER NOMINATED\nNEEL KASHKARI REP 247\nEDMUND G BROWN DEM 69" in extracted
+    assert "STATE MEASURE 48\nYES 96\nNO 216" in extracted
+
+
+def test_word_generated_table_keeps_its_rows() -> None:
+    extracted = text("pdf/geobase-nhn-data-model-en.pdf")
+    assert "| May 2004 | Draft | Update from the March Workshop comments. |" in extracted
+
+
+def test_truncated_pdf_fails_as_truncated_or_corrupt(tmp_path: Path) -> None:
+    data = document("pdf/federal-register-2020-17221.pdf").read_bytes()
+    truncated = tmp_path / "upload.pdf"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ParseError) as caught:
+        parse_file(truncated, "report.pdf")
+    assert caught.value.reason == "corrupt"
+    assert "truncated or corrupt" in caught.value.message
+
+
+def _encrypted_copy(tmp_path: Path, user_password: str) -> Path:
+    writer = PdfWriter(clone_from=PdfReader(document("pdf/multicolumn-latex.pdf")))
+    writer.encrypt(user_password=user_password, owner_password="owner-only-secret", algorithm="AES-256")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    path = tmp_path / "encrypted.pdf"
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_pdf_with_an_empty_user_password_opens(tmp_path: Path) -> None:
+    path = _encrypted_copy(tmp_path, user_password="")
+    assert "Two-Column Document with Lorem Ipsum" in segments_text(path)
+
+
+def test_pdf_with_a_user_password_fails_as_password_protected(tmp_path: Path) -> None:
+    path = _encrypted_copy(tmp_path, user_password="letmein")
+    with pytest.raises(ParseError) as caught:
+        parse_file(path, "encrypted.pdf")
+    assert caught.value.reason == "password_protected"
+    assert "password protected" in caught.value.message
+
+
+def test_scanned_pdf_without_ocr_fails_with_no_text_layer() -> None:
+    options = ParseOptions(tesseract_cmd="/nonexistent/tesseract")
+    with pytest.raises(ParseError) as caught:
+        parse_file(document(SCAN), "scan.pdf", options=options)
+    assert caught.value.reason == "no_text_layer"
+    assert "scanned pdf: no text layer" in caught.value.message.lower()
+    with pytest.raises(ParseError, match="no text layer"):
+        parse_file(document(SCAN), "scan.pdf", options=ParseOptions(ocr_enabled=False))
+
+
+def test_ocr_language_is_configurable_and_a_missing_one_is_named() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_file(document(SCAN), "scan.pdf", options=ParseOptions(ocr_languages="zzz"))
+    assert caught.value.reason == "ocr_language_missing"
+    assert "zzz" in caught.value.message
+
+
+def test_ocr_language_defaults_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDED_OCR_LANGUAGES", "eng+fra")
+    assert ParseOptions().ocr_languages == "eng+fra"
+
+
+def test_ocr_is_marked_on_the_pages_it_produced() -> None:
+    (page,) = segments(SCAN)
+    assert page.meta["ocr"] is True
+
+
+def test_scans_past_the_ocr_page_limit_are_refused() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_file(document(SCAN), "scan.pdf", options=ParseOptions(ocr_max_pages=0))
+    assert caught.value.reason == "too_large"
+
+
+def segments_text(path: Path) -> str:
+    return "\n\n".join(segment.text for segment in parse_file(path, path.name))
