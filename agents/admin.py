@@ -10,7 +10,26 @@ from sources.admin import UnscopedAdmin
 class AgentForm(forms.ModelForm):
     class Meta:
         model = Agent
-        fields = "__all__"
+        fields = [
+            "workspace",
+            "name",
+            "allowed_origins",
+            "system_prompt",
+            "llm_base_url",
+            "llm_model",
+            "llm_api_key",
+            "retrieval_mode",
+            "top_k",
+            "min_score",
+            "hybrid",
+            "reranker",
+            "context_budget",
+            "context_template",
+            "offtopic_reply",
+            "offtopic_in_user_language",
+            "sources_display",
+            "auto_sources",
+        ]
         widgets = {"llm_api_key": forms.PasswordInput(render_value=True)}
 
     def clean_context_template(self) -> str:

@@ -24,7 +24,9 @@ from sources.tenancy import workspace_scope
 def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = Agent.unscoped.filter(id=agent_id).first()
     membership = (
-        Membership.unscoped.filter(user=request.user, workspace_id=agent.workspace_id).first() if agent else None
+        Membership.unscoped.filter(user=request.user, workspace_id=agent.workspace_id).first()
+        if agent
+        else None
     )
     if agent is None or membership is None:
         raise Http404  # another workspace's agent looks like a missing one

@@ -137,6 +137,25 @@ def source_reindex(*, source: Source) -> bool:
     return True
 
 
+def source_cancel(*, source: Source, by: str) -> bool:
+    """Stop a source's work in progress: its pending and running pages fail with a reason (queued jobs
+    then find nothing to claim), and the source settles to done or failed from what finished."""
+    with workspace_scope(source.workspace_id):
+        cancelled = Document.objects.filter(
+            source_id=source.id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
+        ).update(status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}")
+        active = Source.objects.filter(
+            id=source.id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
+        )
+        if not cancelled and not active.exists():
+            return False
+        source_refresh_status(source_id=source.id)
+        Source.objects.filter(
+            id=source.id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
+        ).update(status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}")
+    return True
+
+
 def source_refresh_status(*, source_id: int) -> None:
     """Derive a source's counters and status from its documents (the single source of truth)."""
     counts = Document.objects.filter(source_id=source_id).aggregate(

@@ -1,10 +1,20 @@
-"""The operators' Django admin: it sees every workspace, so it reads through the unscoped managers."""
+"""The operators' Django admin: it sees every workspace, so it reads through the unscoped managers.
 
-from django.contrib import admin
+Actions go through the same services as the API (reindex, recrawl, cancel, delete with its vector
+points and files), and a stuck-work view lists what has been pending or running too long.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import timezone
 
-from sources.models import ApiKey, Chunk, Document, Membership, Source, Workspace
+from sources.models import ACTIVE_STATUSES, ApiKey, Chunk, Document, Membership, Source, Workspace
 
 
 class UnscopedAdmin(admin.ModelAdmin):
@@ -16,6 +26,7 @@ class UnscopedAdmin(admin.ModelAdmin):
 class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
+    exclude = ["visitor_secret"]
 
 
 @admin.register(Membership)
@@ -30,26 +41,106 @@ class ApiKeyAdmin(UnscopedAdmin):
     readonly_fields = ["prefix", "key_hash"]
 
 
+@admin.action(description="Reindex (chunk and embed again from what is kept)")
+def reindex(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    from ingestion.services import source_reindex
+
+    started = sum(source_reindex(source=source) for source in queryset)
+    modeladmin.message_user(request, f"Reindexing {started} of {queryset.count()} sources.")
+
+
+@admin.action(description="Recrawl (web sources)")
+def recrawl(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    from ingestion.crawling import source_recrawl
+
+    started = sum(source_recrawl(source=source) for source in queryset)
+    modeladmin.message_user(
+        request, f"Recrawling {started} of {queryset.count()} sources (web sources only)."
+    )
+
+
+@admin.action(description="Cancel work in progress (marks pending and running pages failed)")
+def cancel(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    from ingestion.services import source_cancel
+
+    cancelled = sum(source_cancel(source=source, by=str(request.user)) for source in queryset)
+    modeladmin.message_user(request, f"Cancelled {cancelled} sources.")
+
+
+@admin.action(description="Delete with chunks, vector points and stored files")
+def delete_everywhere(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    from sources.services import source_delete
+
+    count = 0
+    for source in queryset:
+        source_delete(source=source)
+        count += 1
+    modeladmin.message_user(request, f"Deleted {count} sources.", messages.SUCCESS)
+
+
 @admin.register(Source)
 class SourceAdmin(UnscopedAdmin):
-    list_display = ["title", "kind", "workspace", "status", "pages_done", "pages_total", "updated_at"]
+    list_display = [
+        "title",
+        "kind",
+        "workspace",
+        "status",
+        "pages_done",
+        "pages_failed",
+        "pages_total",
+        "updated_at",
+    ]
     list_filter = ["workspace", "kind", "status"]
-    search_fields = ["title"]
-    readonly_fields = ["error_detail"]
+    search_fields = ["title", "config__url", "documents__url"]
+    readonly_fields = ["error", "error_detail", "notice", "created_at", "updated_at", "indexed_at"]
     raw_id_fields = ["agent"]
+    actions = [reindex, recrawl, cancel, delete_everywhere]
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        actions = super().get_actions(request)
+        # The built-in bulk delete would skip the vector store and the files.
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_model(self, request: HttpRequest, obj: Source) -> None:
+        from sources.services import source_delete
+
+        source_delete(source=obj)
+
+    def get_urls(self) -> list:
+        stuck = path("stuck/", self.admin_site.admin_view(self.stuck_view), name="sources_source_stuck")
+        return [stuck, *super().get_urls()]
+
+    def stuck_view(self, request: HttpRequest) -> TemplateResponse:
+        """Sources and pages pending or running longer than they should."""
+        cutoff = timezone.now() - timezone.timedelta(seconds=settings.STUCK_AFTER)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Stuck work",
+            "cutoff": cutoff,
+            "sources": Source.unscoped.filter(status__in=ACTIVE_STATUSES, updated_at__lt=cutoff)
+            .select_related("workspace")
+            .order_by("updated_at")[:500],
+            "documents": Document.unscoped.filter(status__in=ACTIVE_STATUSES, updated_at__lt=cutoff)
+            .select_related("workspace", "source")
+            .order_by("updated_at")[:500],
+        }
+        return TemplateResponse(request, "admin/sources/stuck.html", context)
 
 
 @admin.register(Document)
 class DocumentAdmin(UnscopedAdmin):
     list_display = ["title", "url", "workspace", "status", "updated_at"]
-    list_filter = ["workspace", "status"]
+    list_filter = ["workspace", "status", "source__kind"]
     search_fields = ["url", "title"]
+    readonly_fields = ["error", "error_detail", "content_hash", "etag", "last_modified", "fetched_at"]
     raw_id_fields = ["source"]
 
 
 @admin.register(Chunk)
 class ChunkAdmin(UnscopedAdmin):
-    list_display = ["id", "document", "position", "workspace"]
+    list_display = ["id", "document", "position", "workspace", "embedding_model"]
     list_filter = ["workspace"]
+    search_fields = ["document__url", "document__title"]
     exclude = ["embedding"]
     raw_id_fields = ["document", "source"]

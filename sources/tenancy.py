@@ -14,6 +14,7 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 from django.db import models
+from django.utils import timezone
 
 _current_workspace: ContextVar[int | None] = ContextVar("current_workspace", default=None)
 
@@ -48,18 +49,31 @@ def workspace_scope(workspace_id: int) -> Iterator[int]:
         deactivate_workspace(token)
 
 
-class TenantManager(models.Manager):
+class TenantQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> int:
+        # Status changes are bulk updates; auto_now fields only move on save(), and the sweeper and
+        # the UI read updated_at, so every update moves it too.
+        fields = {f.name for f in self.model._meta.concrete_fields}
+        if "updated_at" in fields and "updated_at" not in kwargs:
+            kwargs["updated_at"] = timezone.now()
+        return super().update(**kwargs)
+
+
+class TenantManager(models.Manager.from_queryset(TenantQuerySet)):
     """The default manager of tenant-owned models: every query is filtered to the active workspace."""
 
     def get_queryset(self) -> models.QuerySet:
         return super().get_queryset().filter(workspace_id=current_workspace_id())
 
 
+UnscopedManager = models.Manager.from_queryset(TenantQuerySet)
+
+
 class TenantModel(models.Model):
     workspace = models.ForeignKey("sources.Workspace", on_delete=models.CASCADE, related_name="+")
 
     objects = TenantManager()
-    unscoped = models.Manager()  # noqa: DJ012 - ruff mistakes this manager for a field
+    unscoped = UnscopedManager()
 
     class Meta:
         # Django's internals (cascading deletes, forward relations) use the base manager, which stays a

@@ -61,6 +61,7 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+FORMS_URLFIELD_ASSUME_HTTPS = True  # Django 6 behaviour now; silences the transition warning
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:63799/0")
 # Prefix for keys this app writes to Redis directly (rate limits, crawl host slots).
@@ -198,6 +199,8 @@ CRAWL_HOST_WAIT_SECONDS = env.float("CRAWL_HOST_WAIT_SECONDS", default=2.0)
 CRAWL_MAX_HOST_WAITS = env.int("CRAWL_MAX_HOST_WAITS", default=300)
 CRAWL_STAGGER_SECONDS = env.float("CRAWL_STAGGER_SECONDS", default=0.5)
 CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
+# The operators' stuck-work view lists what has been in flight longer than this (before the sweeper acts).
+STUCK_AFTER = env.int("STUCK_AFTER", default=600)
 
 # --- Uploads ---
 UPLOAD_MAX_FILE_BYTES = env.int("UPLOAD_MAX_FILE_BYTES", default=25 * 1024 * 1024)

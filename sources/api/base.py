@@ -6,13 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import exceptions
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sources.api.auth import workspace_for_request
-from sources.models import Workspace
+from sources.api.auth import ApiKeyPrincipal, workspace_for_request
+from sources.models import Membership, Workspace
 from sources.tenancy import activate_workspace, deactivate_workspace
+
+
+def can_manage(request: Request, workspace: Workspace) -> bool:
+    """API keys act for the workspace; people need the owner or admin role to change things."""
+    if isinstance(request.user, ApiKeyPrincipal):
+        return True
+    membership = Membership.unscoped.filter(user=request.user, workspace=workspace).first()
+    return membership is not None and membership.can_manage
 
 
 class WorkspaceAPIView(APIView):
@@ -23,6 +32,8 @@ class WorkspaceAPIView(APIView):
         workspace = workspace_for_request(request)
         if workspace is None:
             raise exceptions.PermissionDenied("You are not a member of any workspace.")
+        if request.method not in SAFE_METHODS and not can_manage(request, workspace):
+            raise exceptions.PermissionDenied("Only owners and admins of this workspace can change it.")
         self.workspace = workspace
         self._scope_token = activate_workspace(workspace.id)
 

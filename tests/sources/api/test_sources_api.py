@@ -124,3 +124,15 @@ def test_openapi_schema_is_published(client):
     response = client.get("/api/v1/schema")
     assert response.status_code == 200
     assert b"/api/v1/sources" in response.content
+
+
+def test_a_member_can_read_but_not_change_through_the_session_api(client, member, owner, api, agent):
+    source_id = create_text(api, agent).json()["id"]
+    client.force_login(member)
+    assert client.get(f"/api/v1/sources/{source_id}").status_code == 200
+    body = {"kind": "text", "title": "x", "content": "y", "agent": agent.id}
+    assert client.post("/api/v1/sources", body, content_type="application/json").status_code == 403
+    assert client.delete(f"/api/v1/sources/{source_id}").status_code == 403
+    assert client.post(f"/api/v1/sources/{source_id}/reindex").status_code == 403
+    client.force_login(owner)
+    assert client.delete(f"/api/v1/sources/{source_id}").status_code == 204

@@ -1,0 +1,108 @@
+"""The operators' Django admin: every workspace, actions through the services, the stuck-work view."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from agents.models import Agent
+from retrieval.models import KeywordPosting
+from sources.models import Chunk, Document, Source
+from sources.tenancy import workspace_scope
+from tests.conftest import index_text
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator(client):
+    user = get_user_model().objects.create_superuser("ops", "ops@example.com", "pw-for-tests-123")
+    client.force_login(user)
+    return client
+
+
+def act(client, action, *ids):
+    return client.post(
+        "/admin/sources/source/", {"action": action, "_selected_action": [str(i) for i in ids]}, follow=True
+    )
+
+
+def test_sources_of_every_workspace_are_listed_and_filterable(
+    operator, workspace, other_workspace, agent, other_agent
+):
+    index_text(workspace, agent, "Acme returns", "Return within 30 days.")
+    index_text(other_workspace, other_agent, "Globex returns", "Return within 60 days.")
+    page = operator.get("/admin/sources/source/").content.decode()
+    assert "Acme returns" in page and "Globex returns" in page
+    page = operator.get(f"/admin/sources/source/?workspace__id__exact={other_workspace.id}").content.decode()
+    assert "Globex returns" in page and "Acme returns" not in page
+    assert "Globex returns" in operator.get("/admin/sources/source/?q=Globex").content.decode()
+
+
+def test_delete_action_removes_chunks_points_and_postings(operator, workspace, agent):
+    source = index_text(workspace, agent, "Doomed", "Everything here will be deleted soon.")
+    assert KeywordPosting.unscoped.exists()
+    response = act(operator, "delete_everywhere", source.id)
+    assert response.status_code == 200
+    assert (
+        not Source.unscoped.exists() and not Chunk.unscoped.exists() and not KeywordPosting.unscoped.exists()
+    )
+
+
+def test_reindex_and_cancel_actions(operator, workspace, agent, django_capture_on_commit_callbacks):
+    done = index_text(workspace, agent, "Kept", "Some text to reindex.")
+    with django_capture_on_commit_callbacks() as queued:
+        act(operator, "reindex", done.id)
+    assert len(queued) == 1 and Source.unscoped.get(id=done.id).status == "pending"
+
+    with workspace_scope(workspace.id):
+        busy = Source.objects.create(
+            agent=agent,
+            kind="url",
+            title="Busy",
+            config={"url": "http://x.test/"},
+            status="crawling",
+            pages_total=1,
+        )
+        Document.objects.create(source=busy, url="http://x.test/", status="crawling")
+    act(operator, "cancel", busy.id)
+    busy.refresh_from_db()
+    assert busy.status == "failed" and busy.error == "Cancelled by an operator."
+    assert Document.unscoped.get(source=busy).error == "Cancelled by an operator."
+
+
+def test_the_stuck_work_view_lists_what_ran_too_long(operator, workspace, agent, settings):
+    settings.STUCK_AFTER = 60
+    with workspace_scope(workspace.id):
+        stuck = Source.objects.create(
+            agent=agent, kind="url", title="Stuck crawl", config={"url": "http://x.test/"}, status="crawling"
+        )
+        Source.objects.create(
+            agent=agent, kind="url", title="Fresh crawl", config={"url": "http://y.test/"}, status="crawling"
+        )
+    Source.unscoped.filter(id=stuck.id).update(updated_at=timezone.now() - timezone.timedelta(minutes=5))
+    page = operator.get("/admin/sources/source/stuck/").content.decode()
+    assert "Stuck crawl" in page and "Fresh crawl" not in page
+
+
+def test_a_member_of_a_workspace_is_not_an_operator(client, member):
+    client.force_login(member)
+    assert client.get("/admin/sources/source/").status_code == 302  # to the admin sign-in
+
+
+def test_the_agent_form_refuses_a_template_without_context_and_warns_without_a_guard(
+    operator, workspace, agent
+):
+    url = f"/admin/agents/agent/{agent.id}/change/"
+    form = operator.get(url).context["adminform"].form
+    data = {k: v for k, v in form.initial.items() if v is not None}
+    data.update(
+        workspace=workspace.id,
+        allowed_origins='["https://acme.example"]',
+        context_template="No passages here",
+    )
+    response = operator.post(url, data)
+    assert response.status_code == 200 and "must contain {context}" in response.content.decode()
+    data["context_template"] = "Facts:\n{context}"
+    response = operator.post(url, data, follow=True)
+    assert "ignore instructions" in response.content.decode()
+    assert Agent.unscoped.get(id=agent.id).context_template == "Facts:\n{context}"
