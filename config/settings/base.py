@@ -61,7 +61,6 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-FORMS_URLFIELD_ASSUME_HTTPS = True  # Django 6 behaviour now; silences the transition warning
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:63799/0")
 # Prefix for keys this app writes to Redis directly (rate limits, crawl host slots).
