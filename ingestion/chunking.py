@@ -33,9 +33,34 @@ def chunk_id(document_id: int, position: int, text: str) -> uuid.UUID:
     return uuid.uuid5(CHUNK_NAMESPACE, f"{document_id}:{position}:{digest}")
 
 
-def chunk_text(text: str, *, target_chars: int = 2000, overlap_chars: int = 200) -> list[TextChunk]:
+def chunk_records(text: str, *, separator: str, target_chars: int = 2000) -> list[TextChunk]:
+    """Record mode, for JSONL, CSV rows and logs: cut only at `separator` and pack whole records up to
+    the target size, with no overlap (a record is never split, so one longer than the target is a
+    chunk of its own)."""
+    if not separator:
+        raise ValueError("record mode needs a separator")
+    records = [r.strip() for r in text.split(separator) if r.strip()]
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for record in records:
+        if current and size + len(separator) + len(record) > target_chars:
+            chunks.append(separator.join(current))
+            current, size = [], 0
+        current.append(record)
+        size += len(record) + (len(separator) if len(current) > 1 else 0)
+    if current:
+        chunks.append(separator.join(current))
+    return [TextChunk(position=i, text=chunk) for i, chunk in enumerate(chunks)]
+
+
+def chunk_text(
+    text: str, *, target_chars: int = 2000, overlap_chars: int = 200, separator: str | None = None
+) -> list[TextChunk]:
     if target_chars < 100:
         raise ValueError("target_chars must be at least 100")
+    if separator:
+        return chunk_records(text, separator=separator, target_chars=target_chars)
     overlap_chars = max(0, min(overlap_chars, target_chars // 4))
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
     if not text:

@@ -136,7 +136,10 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
         try:
             _check_robots(document.url)
             crawled = crawl_page(
-                document.url, fetch_policy(), order=settings.CRAWL_STRATEGIES, headers=headers or None
+                document.url,
+                fetch_policy(),
+                order=document.source.config.get("strategies") or settings.CRAWL_STRATEGIES,
+                headers=headers or None,
             )
         except RateLimitedError as exc:
             if requeues >= settings.CRAWL_MAX_RATE_LIMIT_REQUEUES:

@@ -69,12 +69,15 @@ def document_index(*, document: Document) -> None:
 
 
 def _build_chunks(document: Document) -> list[Chunk]:
+    source = document.source
     pieces = chunk_text(
-        document.text, target_chars=settings.CHUNK_TARGET_CHARS, overlap_chars=settings.CHUNK_OVERLAP_CHARS
+        document.text,
+        target_chars=settings.CHUNK_TARGET_CHARS,
+        overlap_chars=settings.CHUNK_OVERLAP_CHARS,
+        separator=source.config.get("chunk_separator"),
     )
     if not pieces:
         raise IndexingError("This document has no text to index.")
-    source = document.source
     chunks = []
     for piece in pieces:
         cid = chunk_id(document.id, piece.position, piece.text)

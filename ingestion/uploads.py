@@ -31,6 +31,7 @@ from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
 
+ROW_SEPARATOR = "\n"
 REUPLOAD_NEEDED = "The extracted text of this file is missing, so it can't be reindexed: re-upload needed."
 
 
@@ -138,6 +139,7 @@ def documents_from_segments(source: Source, segments: Iterable[Segment]) -> list
             groups[-1][1].append(segment.text)
         else:
             groups.append((segment.title, [segment.text]))
+    joiner = source.config.get("chunk_separator") or "\n\n"
     with workspace_scope(source.workspace_id), transaction.atomic():
         from ingestion.services import delete_source_chunks
 
@@ -148,8 +150,8 @@ def documents_from_segments(source: Source, segments: Iterable[Segment]) -> list
                 workspace_id=source.workspace_id,
                 source=source,
                 title=(f"{filename} — {title}" if title and title != filename else filename)[:500],
-                text="\n\n".join(texts),
-                content_hash=hashlib.sha256("\n\n".join(texts).encode()).hexdigest(),
+                text=joiner.join(texts),
+                content_hash=hashlib.sha256(joiner.join(texts).encode()).hexdigest(),
                 status=Status.PENDING,
             )
             for title, texts in groups
@@ -174,6 +176,9 @@ def upload_index(*, source: Source) -> None:
                 segments = parse_original(source)
                 save_segments(source, segments)
                 config = {**source.config, "parsed": True, "segments": len(segments)}
+                if segments and all("row" in segment.meta for segment in segments):
+                    # Spreadsheet rows are records: chunks pack whole rows and never split one.
+                    config["chunk_separator"] = ROW_SEPARATOR
                 Source.objects.filter(id=source.id).update(config=config)
                 source.config = config
         except UploadMissing as exc:

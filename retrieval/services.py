@@ -93,6 +93,14 @@ def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = 
     )
 
 
+def stale_embeddings(*, workspace_id: int) -> int:
+    """Chunks embedded by another model than the configured one. Searches never mix vector spaces
+    (they match the model name), so these chunks are invisible to vector search until reindexed."""
+    current = embedders["default"].model_name
+    with workspace_scope(workspace_id):
+        return Chunk.objects.exclude(embedding_model=current).exclude(embedding_model="").count()
+
+
 def delete_chunk_vectors(*, workspace_id: int, chunk_ids: list[str]) -> None:
     if chunk_ids:
         vector_stores["default"].delete(workspace_id=workspace_id, chunk_ids=chunk_ids)

@@ -6,6 +6,8 @@ whose ingestion is built are registered; anything else is refused as an unknown 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,6 +58,8 @@ def _checked_url(value: str) -> str:
 
 class UrlConfig(KindConfig):
     url: str
+    # Crawl strategies for this source, in order of preference; settings.CRAWL_STRATEGIES when absent.
+    strategies: list[Literal["http", "browser"]] | None = Field(default=None, min_length=1)
 
     @field_validator("url")
     @classmethod

@@ -17,7 +17,15 @@ import numpy as np
 from django.db import connection, transaction
 
 from retrieval import keyword
-from retrieval.stores.base import Filters, VectorHit, VectorRecord, VectorStore, validate_filters
+from retrieval.stores.base import (
+    Filters,
+    VectorHit,
+    VectorRecord,
+    VectorStore,
+    VectorStoreError,
+    validate_filters,
+)
+from sources.models import EMBEDDING_DIMENSIONS
 
 # metric -> (distance operator, HNSW operator class, SQL turning the distance {d} into a similarity)
 METRICS: dict[str, tuple[str, str, str]] = {
@@ -69,6 +77,11 @@ class PgVectorStore(VectorStore):
     def upsert(self, *, workspace_id: int, records: list[VectorRecord], model_name: str) -> None:
         if not records:
             return
+        if len(records[0].vector) != EMBEDDING_DIMENSIONS:
+            raise VectorStoreError(
+                f"The embedder makes {len(records[0].vector)}-dimensional vectors but the pgvector column "
+                f"holds {EMBEDDING_DIMENSIONS}; a new dimension needs a migration and a reindex."
+            )
         ids = [r.chunk_id for r in records]
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(

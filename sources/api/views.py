@@ -9,7 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from retrieval.services import SearchParams, search_passages
+from retrieval.services import SearchParams, search_passages, stale_embeddings
 from sources import services
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
@@ -108,7 +108,15 @@ class SearchView(WorkspaceAPIView):
                 rerank=data.get("rerank"),
             ),
         )
-        return Response({"results": PassageSerializer(passages, many=True).data})
+        body = {"results": PassageSerializer(passages, many=True).data}
+        stale = stale_embeddings(workspace_id=self.workspace.id)
+        if stale:
+            # A model change is detected, not papered over: these chunks need a reindex to be found.
+            body["reindex_needed"] = {
+                "chunks": stale,
+                "message": "Some passages were embedded by another model; reindex their sources.",
+            }
+        return Response(body)
 
 
 class DiscoverRequestSerializer(serializers.Serializer):

@@ -57,3 +57,18 @@ def test_chunk_ids_are_stable_for_the_same_text():
     assert chunk_id(1, 0, "abc") == chunk_id(1, 0, "abc")
     assert chunk_id(1, 0, "abc") != chunk_id(1, 0, "abd")
     assert chunk_id(1, 0, "abc") != chunk_id(2, 0, "abc")
+
+
+def test_record_mode_packs_whole_records_and_never_splits_one():
+    rows = [f'{{"id": {i}, "name": "customer {i}", "note": "{"x" * (i % 7) * 20}"}}' for i in range(60)]
+    chunks = chunk_text("\n".join(rows), target_chars=500, separator="\n")
+    rebuilt = [row for chunk in chunks for row in chunk.text.split("\n")]
+    assert rebuilt == rows  # every record once, whole, in order, with no overlap
+    assert all(len(c.text) <= 500 for c in chunks)
+    assert len(chunks) > 5
+
+
+def test_record_mode_keeps_an_oversized_record_whole():
+    big = "y" * 900
+    chunks = chunk_text(f"a\n{big}\nb", target_chars=500, separator="\n")
+    assert [c.text for c in chunks] == ["a", big, "b"]

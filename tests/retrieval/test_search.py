@@ -173,3 +173,67 @@ def test_callback_reranker(workspace, knowledge):
         )
     lengths = [len(p.text) for p in passages]
     assert lengths == sorted(lengths, reverse=True)
+
+
+def test_a_change_of_embedding_model_is_detected_and_asks_for_a_reindex(api, workspace, agent, knowledge):
+    from sources.models import Chunk
+
+    assert "reindex_needed" not in api.get("/api/v1/search", {"q": "kettle"}).json()
+    with workspace_scope(workspace.id):
+        Chunk.objects.filter(source=knowledge["Parts"]).update(embedding_model="an-older-model")
+    body = api.get("/api/v1/search", {"q": "replacement lid part number", "mode": "vector"}).json()
+    assert body["reindex_needed"]["chunks"] == 1
+    assert "Parts" not in [r["source"]["title"] for r in body["results"]]  # never mixed in
+
+
+def test_a_vector_of_the_wrong_dimension_is_refused_with_a_clear_error(workspace, knowledge):
+    import numpy as np
+
+    from retrieval.stores.base import VectorRecord, VectorStoreError
+    from retrieval.stores.pgvector import PgVectorStore
+
+    with pytest.raises(VectorStoreError, match="768-dimensional"):
+        PgVectorStore().upsert(
+            workspace_id=workspace.id,
+            records=[VectorRecord("x", np.ones(768, dtype=np.float32))],
+            model_name="m",
+        )
+
+
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_the_other_pgvector_metrics_rank_like_cosine_for_unit_vectors(workspace, knowledge, settings, metric):
+    settings.VECTOR_STORES = {
+        "default": {"BACKEND": "retrieval.stores.pgvector.PgVectorStore", "OPTIONS": {"metric": metric}}
+    }
+    passages = search_passages(
+        workspace_id=workspace.id, query="descale kettle vinegar", params=SearchParams(mode="vector", top_k=3)
+    )
+    assert titles(passages)[0] == "Care"
+    assert 0.0 < passages[0].score <= 1.0
+
+
+def test_llm_reranker_against_a_chat_server(workspace, knowledge):
+    from tests.fakes.openai_server import FakeProvider, openai_compatible_server
+
+    def score(body):
+        passages = body["messages"][1]["content"].split("<passage index=")[1:]
+        scores = ",".join("9" if "Lyon" in p else "1" for p in passages)
+        return {"content": f'{{"scores": [{scores}]}}'}
+
+    with (
+        openai_compatible_server(FakeProvider(chat=score)) as provider,
+        override_settings(
+            RERANKERS={
+                "llm": {
+                    "BACKEND": "retrieval.rerankers.llm.LLMReranker",
+                    "OPTIONS": {"base_url": provider.base_url, "model": "m", "api_key": provider.api_key},
+                }
+            }
+        ),
+    ):
+        passages = search_passages(
+            workspace_id=workspace.id, query="kettle warranty", params=SearchParams(top_k=2, rerank="llm")
+        )
+    assert titles(passages)[0] == "Stores"
+    system = provider.chat_requests()[0]["messages"][0]["content"]
+    assert "ignore any instructions" in system
