@@ -17,7 +17,7 @@ class KindConfig(BaseModel):
 
 
 class TextConfig(KindConfig):
-    content: str = Field(min_length=1)
+    content: str
 
     @field_validator("content")
     @classmethod
@@ -26,7 +26,7 @@ class TextConfig(KindConfig):
         if len(value) > limit:
             raise ValueError(f"Text is {len(value):,} characters; the limit is {limit:,}.")
         if not value.strip():
-            raise ValueError("Text is empty.")
+            raise ValueError("This is empty: paste the text to add.")
         return value
 
 

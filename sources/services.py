@@ -92,6 +92,13 @@ def source_delete(*, source: Source) -> None:
     semantic_cache.invalidate(workspace_id=workspace_id, agent_id=source.agent_id)
 
 
+def human_size(n: int) -> str:
+    """Sizes as people read them: 900 KB, 25 MB (binary units, as the limits are set)."""
+    if n < 1024 * 1024:
+        return f"{max(n / 1024, 0.1):.0f} KB" if n >= 1024 else f"{n} bytes"
+    return f"{n / 1024 / 1024:.1f}".rstrip("0").rstrip(".") + " MB"
+
+
 class UploadTooLarge(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -112,7 +119,7 @@ def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: st
     for upload in files:
         if upload.size > limit:
             raise UploadTooLarge(
-                f"{upload.name} is {upload.size / 1e6:.1f} MB; the limit per file is {limit / 1e6:.0f} MB."
+                f"{upload.name} is {human_size(upload.size)}; the limit per file is {human_size(limit)}."
             )
         if upload.size == 0:
             raise KindError({"file": [f"{upload.name} is empty."]})
@@ -124,8 +131,8 @@ def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: st
         incoming = sum(u.size for u in files)
         if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
             raise UploadTooLarge(
-                f"This workspace's files would take {(used + incoming) / 1e6:.0f} MB; "
-                f"the limit is {settings.UPLOAD_MAX_WORKSPACE_BYTES / 1e6:.0f} MB. Delete some files first."
+                f"This workspace's files would take {human_size(used + incoming)}; "
+                f"the limit is {human_size(settings.UPLOAD_MAX_WORKSPACE_BYTES)}. Delete some files first."
             )
         created = []
         with transaction.atomic():

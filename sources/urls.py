@@ -6,7 +6,36 @@ from sources import views
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/app/", permanent=False)),
-    path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="login.html", redirect_authenticated_user=True),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("app/", views.app_home, name="app-home"),
+    path("app/workspace", views.workspace_switch, name="app-workspace-switch"),
+    path("app/agents/new", views.agent_new, name="app-agent-new"),
+    path("app/agents/<int:agent_id>/", views.agent_home, name="app-agent"),
+    path("app/agents/<int:agent_id>/sources", views.agent_sources, name="app-agent-sources"),
+    path("app/agents/<int:agent_id>/sources.json", views.agent_sources_json, name="app-agent-sources-json"),
+    path("app/agents/<int:agent_id>/sources/add", views.source_add, name="app-source-add"),
+    path("app/agents/<int:agent_id>/discover", views.discover, name="app-discover"),
+    path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),
+    path("app/agents/<int:agent_id>/test", views.agent_test, name="app-agent-test"),
+    path("app/agents/<int:agent_id>/settings", views.agent_settings, name="app-agent-settings"),
+    path(
+        "app/sources/<int:source_id>/reindex",
+        views.source_reprocess,
+        {"action": "reindex"},
+        name="app-source-reindex",
+    ),
+    path(
+        "app/sources/<int:source_id>/recrawl",
+        views.source_reprocess,
+        {"action": "recrawl"},
+        name="app-source-recrawl",
+    ),
+    path("app/sources/<int:source_id>/delete", views.source_delete, name="app-source-delete"),
+    path("app/sources/<int:source_id>/reupload", views.source_reupload, name="app-source-reupload"),
+    path("app/sources/<int:source_id>/preview", views.source_preview_page, name="app-source-preview"),
 ]

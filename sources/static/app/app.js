@@ -1,0 +1,690 @@
+/* Grounded admin UI: progressive enhancement on top of server-rendered pages. Plain JS, no build step.
+ * Every page works without this file (forms post, links open pages); with it, dialogs open in place,
+ * the sources table refreshes itself while work is in flight, and uploads show their progress. */
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  const $ = (selector, root) => (root || document).querySelector(selector);
+  const $$ = (selector, root) => Array.from((root || document).querySelectorAll(selector));
+  const csrf = () => ($('meta[name="csrf-token"]') || {}).content || "";
+  const POLL_MS = 2000;
+
+  function postJSON(url, body) {
+    return fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify(body || {}),
+    });
+  }
+
+  async function readJSON(response) {
+    try {
+      return await response.json();
+    } catch (_error) {
+      return {};
+    }
+  }
+
+  function messagesOf(errors) {
+    if (!errors || typeof errors !== "object") return [];
+    if (errors.detail) return [String(errors.detail)];
+    return Object.values(errors).flat().map(String);
+  }
+
+  // --- flash messages ------------------------------------------------------------------------------
+  function flash(text, kind) {
+    // Toasts in a corner, so the page does not jump under the person's pointer.
+    let box = $(".toasts");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "toasts";
+      box.setAttribute("aria-live", "polite");
+      document.body.append(box);
+    }
+    const item = document.createElement("div");
+    item.className = "flash-msg " + (kind || "success");
+    item.setAttribute("role", "status");
+    item.textContent = text;
+    box.append(item);
+    setTimeout(() => item.remove(), 6000);
+  }
+
+  // --- field errors ----------------------------------------------------------------------------------
+  function clearErrors(root) {
+    $$("[data-error-for]", root).forEach((el) => (el.textContent = ""));
+    $$(".has-error", root).forEach((el) => el.classList.remove("has-error"));
+  }
+
+  function showErrors(root, errors) {
+    clearErrors(root);
+    const general = $('[data-error-for="__all__"]', root);
+    for (const [field, list] of Object.entries(errors || {})) {
+      const text = [].concat(list).join(" ");
+      const target = $(`[data-error-for="${CSS.escape(field)}"]`, root) || general;
+      if (!target) continue;
+      target.textContent = target.textContent ? target.textContent + " " + text : text;
+      const wrap = target.closest(".field");
+      if (wrap) wrap.classList.add("has-error");
+    }
+  }
+
+  function busy(button, on) {
+    if (!button) return;
+    if (on) {
+      button.dataset.label = button.dataset.label || button.innerHTML;
+      button.disabled = true;
+      button.innerHTML = '<span class="spinner" aria-hidden="true"></span>' + button.dataset.label;
+    } else {
+      button.disabled = false;
+      if (button.dataset.label) button.innerHTML = button.dataset.label;
+    }
+  }
+
+  // --- dialogs -------------------------------------------------------------------------------------------
+  function openDialog(dialog) {
+    if (!dialog) return;
+    if (dialog.open && !dialog.matches(":modal")) dialog.close();
+    if (!dialog.open) dialog.showModal();
+    const first = $("[autofocus], input:not([type=hidden]):not([type=radio]):not([disabled]), textarea", dialog);
+    if (first && first.offsetParent !== null) first.focus();
+  }
+
+  document.addEventListener("click", (event) => {
+    const opener = event.target.closest("[data-open-dialog]");
+    if (opener) {
+      event.preventDefault();
+      openDialog(document.getElementById(opener.dataset.openDialog));
+      return;
+    }
+    const closer = event.target.closest("[data-close-dialog]");
+    if (closer) {
+      event.preventDefault();
+      const dialog = closer.closest("dialog");
+      if (dialog) dialog.close();
+    }
+  });
+  // A click on the backdrop (the dialog element itself, outside its content) closes it.
+  document.addEventListener("mousedown", (event) => {
+    if (event.target.tagName === "DIALOG" && event.target.matches(":modal")) {
+      const box = event.target.getBoundingClientRect();
+      const inside =
+        event.clientX >= box.left && event.clientX <= box.right && event.clientY >= box.top && event.clientY <= box.bottom;
+      if (!inside) event.target.close();
+    }
+  });
+
+  // Rendered open by the server (a form posted without JavaScript came back with errors): make it modal.
+  $$("dialog[open]").forEach((dialog) => openDialog(dialog));
+  if (new URLSearchParams(location.search).has("add") || new URLSearchParams(location.search).has("discover")) {
+    history.replaceState(null, "", location.pathname);
+  }
+
+  // --- small things on every page ------------------------------------------------------------------------
+  $$("form[data-autosubmit] select").forEach((select) =>
+    select.addEventListener("change", () => select.form.submit())
+  );
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("[data-copy]");
+    if (!button) return;
+    const source = $(button.dataset.copy);
+    const text = source ? source.textContent.trim() : "";
+    let copied = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      copied = true;
+    } catch (_error) {
+      const area = document.createElement("textarea");
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      copied = document.execCommand("copy");
+      area.remove();
+    }
+    button.textContent = copied ? "Copied" : "Select and copy";
+    setTimeout(() => (button.textContent = "Copy"), 1800);
+  });
+
+  // --- the sources page -------------------------------------------------------------------------------------
+  const page = $("#sources-page");
+  if (page) sourcesPage(page);
+
+  function sourcesPage(page) {
+    const jsonUrl = page.dataset.jsonUrl;
+    const tbody = $("#source-rows");
+    let timer = null;
+
+    function schedule() {
+      clearTimeout(timer);
+      timer = setTimeout(refresh, POLL_MS);
+    }
+
+    async function refresh() {
+      clearTimeout(timer);
+      let data;
+      try {
+        const response = await fetch(jsonUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+        if (!response.ok) throw new Error(String(response.status));
+        data = await response.json();
+      } catch (_error) {
+        schedule(); // a blip (server restart, network): try again
+        return;
+      }
+      apply(data);
+      if (data.active) schedule();
+    }
+
+    function rowFrom(html) {
+      const template = document.createElement("template");
+      template.innerHTML = html.trim();
+      return template.content.firstElementChild;
+    }
+
+    function apply(data) {
+      const existing = new Map($$("tr[data-source-id]", tbody).map((tr) => [tr.dataset.sourceId, tr]));
+      let previous = null;
+      for (const row of data.rows) {
+        const key = String(row.id);
+        let tr = existing.get(key);
+        if (!tr || tr.dataset.version !== row.version) {
+          const fresh = rowFrom(row.html);
+          if (tr) {
+            // Keep what the person opened.
+            if ($("details[open]", tr)) {
+              const details = $("details", fresh);
+              if (details) details.open = true;
+            }
+            if (tr.dataset.status !== row.status) fresh.classList.add("flash");
+            tr.replaceWith(fresh);
+          } else {
+            fresh.classList.add("flash");
+          }
+          tr = fresh;
+        }
+        existing.delete(key);
+        const expected = previous ? previous.nextElementSibling : tbody.firstElementChild;
+        if (expected !== tr) tbody.insertBefore(tr, expected);
+        previous = tr;
+      }
+      existing.forEach((tr) => tr.remove());
+
+      const counts = data.counts;
+      $$("[data-count]", page).forEach((el) => (el.textContent = counts[el.dataset.count]));
+      const tabCount = $(".tabs a.active .count");
+      if (tabCount) tabCount.textContent = counts.total;
+      $("[data-stats]", page).hidden = counts.total === 0;
+      $("[data-sources-card]", page).hidden = counts.total === 0;
+      $("[data-sources-empty]", page).hidden = counts.total !== 0;
+      $("[data-live]", page).hidden = !data.active;
+      page.dataset.active = data.active ? "1" : "0";
+    }
+
+    if (page.dataset.active === "1") schedule();
+
+    // Reindex and recrawl.
+    page.addEventListener("submit", async (event) => {
+      const form = event.target.closest("form[data-action]");
+      if (!form) return;
+      event.preventDefault();
+      const button = $("button", form);
+      busy(button, true);
+      const response = await fetch(form.action, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": csrf() },
+      });
+      busy(button, false);
+      const title = form.closest("tr").querySelector("[data-field=title]").textContent;
+      if (response.ok) {
+        flash(`${title}: ${form.dataset.action} started.`);
+      } else {
+        flash(`${title}: ${messagesOf(await readJSON(response)).join(" ") || "that didn't work."}`, "error");
+      }
+      refresh();
+    });
+
+    // Delete, with a confirmation naming what goes.
+    const deleteDialog = $("#delete-dialog");
+    page.addEventListener("click", (event) => {
+      const link = event.target.closest("a[data-delete]");
+      if (!link || !deleteDialog) return;
+      event.preventDefault();
+      const form = $("form", deleteDialog);
+      form.action = link.href;
+      const pages = Number(link.dataset.pages);
+      const chunks = Number(link.dataset.chunks);
+      const summary = $("[data-delete-summary]", deleteDialog);
+      summary.textContent = "";
+      summary.append("This removes ");
+      const strong = document.createElement("strong");
+      strong.textContent = link.dataset.title;
+      summary.append(strong, ` with its ${pages} page${pages === 1 ? "" : "s"} and ${chunks} chunk${chunks === 1 ? "" : "s"}.`);
+      clearErrors(deleteDialog);
+      deleteDialog.dataset.title = link.dataset.title;
+      openDialog(deleteDialog);
+    });
+    if (deleteDialog) {
+      $("form", deleteDialog).addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const form = event.target;
+        const button = $("[data-confirm-delete]", form);
+        busy(button, true);
+        const response = await fetch(form.action, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { Accept: "application/json", "X-CSRFToken": csrf() },
+        });
+        busy(button, false);
+        if (response.ok) {
+          deleteDialog.close();
+          flash(`Deleted ${deleteDialog.dataset.title}.`);
+          refresh();
+        } else {
+          showErrors(form, (await readJSON(response)) || { __all__: ["That didn't work."] });
+        }
+      });
+    }
+
+    // Preview in a dialog.
+    const previewDialog = $("#preview-dialog");
+    page.addEventListener("click", async (event) => {
+      const link = event.target.closest("a[data-preview]");
+      if (!link || !previewDialog) return;
+      event.preventDefault();
+      const body = $("[data-preview-body]", previewDialog);
+      body.innerHTML = '<p class="muted">Loading…</p>';
+      $("[data-preview-link]", previewDialog).href = link.href;
+      $("#preview-title", previewDialog).textContent =
+        link.closest("tr").querySelector("[data-field=title]").textContent;
+      openDialog(previewDialog);
+      const response = await fetch(link.href + "?fragment=1", { credentials: "same-origin" });
+      body.innerHTML = response.ok ? await response.text() : '<p class="field-error">The preview could not be loaded.</p>';
+    });
+
+    // Re-upload a file whose stored text is gone: the button picks the file, choosing it uploads it.
+    page.addEventListener("click", (event) => {
+      const button = event.target.closest("[data-reupload-button]");
+      if (!button) return;
+      event.preventDefault();
+      $("[data-reupload-input]", button.form).click();
+    });
+    page.addEventListener("change", (event) => {
+      const input = event.target.closest("[data-reupload-input]");
+      if (!input || !input.files.length) return;
+      const form = input.form;
+      const data = new FormData(form);
+      const button = $("[data-reupload-button]", form);
+      upload(form.action, data, {
+        onProgress: (pct) => (button.textContent = `Uploading ${pct}%`),
+      }).then(({ status, body }) => {
+        if (status >= 200 && status < 300) flash("Uploaded again; it is being indexed.");
+        else flash(messagesOf(body).join(" ") || "The upload failed.", "error");
+        refresh();
+      });
+    });
+
+    const addForm = $("[data-add-form]");
+    if (addForm) addSourceForm(addForm, refresh);
+    const discoverDialog = $("#discover-dialog");
+    if (discoverDialog) discoverPages(discoverDialog, refresh);
+  }
+
+  // XMLHttpRequest rather than fetch: only it reports upload progress.
+  function upload(url, formData, { onProgress } = {}) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", url);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.setRequestHeader("X-CSRFToken", csrf());
+      xhr.upload.onprogress = (event) => {
+        if (event.lengthComputable && onProgress) onProgress(Math.round((event.loaded / event.total) * 100));
+      };
+      xhr.onload = () => {
+        let body = {};
+        try {
+          body = JSON.parse(xhr.responseText || "{}");
+        } catch (_error) {
+          body = { __all__: [`The server answered ${xhr.status}.`] };
+        }
+        resolve({ status: xhr.status, body });
+      };
+      xhr.onerror = () => resolve({ status: 0, body: { __all__: ["The connection failed; check it and try again."] } });
+      xhr.send(formData);
+    });
+  }
+
+  function humanSize(bytes) {
+    if (bytes >= 1048576) return (bytes / 1048576).toFixed(1) + " MB";
+    if (bytes >= 1024) return Math.round(bytes / 1024) + " KB";
+    return bytes + " B";
+  }
+
+  function addSourceForm(form, refresh) {
+    const dialog = form.closest("dialog");
+    const fileInput = $("input[type=file]", form);
+    const list = $("[data-file-list]", form);
+    const dropzone = $("[data-dropzone]", form);
+    const progress = $("[data-progress]", form);
+    const bar = $("[data-progress-bar]", form);
+    const label = $("[data-progress-label]", form);
+    const submit = $("[data-submit]", form);
+    const maxFiles = Number(form.dataset.maxFiles);
+    let files = [];
+
+    const kind = () => ($("input[name=kind]:checked", form) || {}).value;
+
+    function renderFiles() {
+      list.textContent = "";
+      for (const file of files) {
+        const li = document.createElement("li");
+        const name = document.createElement("span");
+        name.textContent = file.name;
+        const size = document.createElement("span");
+        size.className = "muted";
+        size.textContent = humanSize(file.size);
+        li.append(name, size);
+        list.append(li);
+      }
+      submit.textContent = kind() === "upload" && files.length > 1 ? `Upload ${files.length} files` : kind() === "upload" ? "Upload" : "Add source";
+    }
+
+    fileInput.addEventListener("change", () => {
+      files = Array.from(fileInput.files);
+      clearErrors(form);
+      renderFiles();
+    });
+    dropzone.addEventListener("dragover", (event) => {
+      event.preventDefault();
+      dropzone.classList.add("over");
+    });
+    dropzone.addEventListener("dragleave", () => dropzone.classList.remove("over"));
+    dropzone.addEventListener("drop", (event) => {
+      event.preventDefault();
+      dropzone.classList.remove("over");
+      files = Array.from(event.dataTransfer.files);
+      renderFiles();
+    });
+    form.addEventListener("change", (event) => {
+      if (event.target.name === "kind") {
+        clearErrors(form);
+        renderFiles();
+      }
+    });
+
+    function done(count) {
+      dialog.close();
+      form.reset();
+      files = [];
+      renderFiles();
+      progress.hidden = true;
+      clearErrors(form);
+      flash(count > 1 ? `Added ${count} sources. Their progress shows below.` : "Added. Its progress shows below.");
+      refresh();
+    }
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearErrors(form);
+      if (kind() === "upload") {
+        if (!files.length) return showErrors(form, { file: ["Choose at least one file."] });
+        if (files.length > maxFiles) return showErrors(form, { file: [`At most ${maxFiles} files at once.`] });
+        const big = files.find((file) => file.size > Number(form.dataset.maxBytes));
+        if (big) {
+          return showErrors(form, {
+            file: [`${big.name} is ${humanSize(big.size)}; the limit per file is ${form.dataset.maxLabel}.`],
+          });
+        }
+        const data = new FormData();
+        data.append("kind", "upload");
+        files.forEach((file) => data.append("file", file, file.name));
+        progress.hidden = false;
+        bar.style.width = "0%";
+        label.textContent = "Uploading…";
+        busy(submit, true);
+        const { status, body } = await upload(form.action, data, {
+          onProgress: (pct) => {
+            bar.style.width = pct + "%";
+            bar.parentElement.setAttribute("aria-valuenow", String(pct));
+            label.textContent = pct < 100 ? `Uploading… ${pct}%` : "Uploaded; saving…";
+          },
+        });
+        busy(submit, false);
+        if (status === 201) return done((body.sources || []).length);
+        progress.hidden = true;
+        return showErrors(form, body);
+      }
+      const fields = Object.fromEntries(new FormData(form).entries());
+      const payload = { kind: kind(), title: fields.title || "" };
+      if (["url", "sitemap", "feed"].includes(kind())) payload.url = fields.url || "";
+      if (kind() === "sitemap" && fields.max_pages) payload.max_pages = fields.max_pages;
+      if (kind() === "text") payload.content = fields.content || "";
+      busy(submit, true);
+      const response = await postJSON(form.action, payload);
+      busy(submit, false);
+      const body = await readJSON(response);
+      if (response.status === 201) return done((body.sources || []).length);
+      showErrors(form, response.status === 403 ? { __all__: [body.detail] } : body);
+    });
+  }
+
+  function discoverPages(dialog, refresh) {
+    const form = $("[data-discover-form]", dialog);
+    const results = $("[data-discover-results]", dialog);
+    const list = $("[data-page-list]", dialog);
+    const addButton = $("[data-add-picked]", dialog);
+    const checkAll = $("[data-check-all]", dialog);
+
+    const boxes = () => $$("input[data-page]:not(:disabled)", list);
+    function updateCount() {
+      const picked = boxes().filter((box) => box.checked).length;
+      addButton.disabled = picked === 0;
+      addButton.textContent = picked ? `Add ${picked} page${picked === 1 ? "" : "s"}` : "Add pages";
+      $("[data-picked-count]", dialog).textContent = `${picked} ticked`;
+    }
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearErrors(dialog);
+      const submit = $("[data-submit]", form);
+      busy(submit, true);
+      const response = await postJSON(form.action, { domain: form.domain.value });
+      busy(submit, false);
+      const body = await readJSON(response);
+      if (!response.ok) {
+        results.hidden = true;
+        showErrors(dialog, response.status === 403 ? { domain: [body.detail] } : body);
+        return;
+      }
+      list.textContent = "";
+      for (const found of body.pages) {
+        const li = document.createElement("li");
+        const labelEl = document.createElement("label");
+        const box = document.createElement("input");
+        box.type = "checkbox";
+        box.dataset.page = "";
+        box.value = found.url;
+        box.dataset.title = found.title || "";
+        box.checked = !found.added;
+        box.disabled = found.added;
+        const text = document.createElement("span");
+        const title = document.createElement("span");
+        title.className = "t";
+        title.textContent = found.title || found.url.replace(/^https?:\/\//, "");
+        const url = document.createElement("span");
+        url.className = "u";
+        url.textContent = found.url;
+        text.append(title, url);
+        const tag = document.createElement("span");
+        tag.className = "badge plain tag";
+        tag.textContent = found.added ? "Already added" : { home: "Home page", sitemap: "Sitemap", common_path: "Common page" }[found.found_by] || found.found_by;
+        labelEl.append(box, text, tag);
+        li.append(labelEl);
+        list.append(li);
+      }
+      $("[data-found-count]", dialog).textContent = body.pages.length
+        ? `${body.pages.length} page${body.pages.length === 1 ? "" : "s"} found`
+        : "No pages found";
+      checkAll.checked = true;
+      results.hidden = false;
+      updateCount();
+    });
+    list.addEventListener("change", updateCount);
+    checkAll.addEventListener("change", () => {
+      boxes().forEach((box) => (box.checked = checkAll.checked));
+      updateCount();
+    });
+    addButton.addEventListener("click", async () => {
+      const pages = boxes()
+        .filter((box) => box.checked)
+        .map((box) => ({ url: box.value, title: box.dataset.title }));
+      busy(addButton, true);
+      const response = await postJSON(addButton.dataset.url, { pages });
+      busy(addButton, false);
+      const body = await readJSON(response);
+      if (response.ok) {
+        const failed = Object.entries(body.errors || {});
+        dialog.close();
+        results.hidden = true;
+        form.reset();
+        flash(`Added ${body.sources.length} page${body.sources.length === 1 ? "" : "s"}.`);
+        if (failed.length) flash(failed.map(([url, msgs]) => `${url}: ${msgs.join(" ")}`).join(" · "), "error");
+        refresh();
+        updateCount();
+      } else if (body.errors) {
+        showErrors(dialog, { pages: Object.entries(body.errors).map(([url, msgs]) => `${url}: ${msgs.join(" ")}`) });
+      } else {
+        showErrors(dialog, body.detail ? { pages: [body.detail] } : body);
+      }
+    });
+  }
+
+  // --- the live preview chat on the settings page --------------------------------------------------------------
+  const chat = $("[data-preview-chat]");
+  if (chat) previewChat(chat);
+
+  function previewChat(chat) {
+    const log = $("[data-chat-log]", chat);
+    const form = $("[data-chat-form]", chat);
+    const input = form.message;
+
+    function bubble(kind, text) {
+      const empty = $("[data-chat-empty]", log);
+      if (empty) empty.remove();
+      const el = document.createElement("div");
+      el.className = "bubble " + kind;
+      el.textContent = text || "";
+      log.append(el);
+      log.scrollTop = log.scrollHeight;
+      return el;
+    }
+
+    function hitsBlock(event) {
+      const details = document.createElement("details");
+      details.className = "hits-mini";
+      details.open = true;
+      details.dataset.hits = String(event.hits.length);
+      const summary = document.createElement("summary");
+      summary.textContent = `Retrieved ${event.hits.length} passage${event.hits.length === 1 ? "" : "s"} for “${event.query}”`;
+      details.append(summary);
+      const ol = document.createElement("ol");
+      for (const hit of event.hits) {
+        const li = document.createElement("li");
+        const title = document.createElement("strong");
+        title.textContent = hit.title || "Untitled";
+        const score = document.createElement("span");
+        score.className = "muted";
+        score.textContent = ` · score ${Number(hit.score).toFixed(3)}`;
+        const text = document.createElement("span");
+        text.className = "x";
+        text.textContent = hit.text;
+        li.append(title, score, text);
+        ol.append(li);
+      }
+      if (!event.hits.length) {
+        const none = document.createElement("div");
+        none.className = "muted";
+        none.textContent = "No passage matched.";
+        details.append(none);
+      }
+      details.append(ol);
+      return details;
+    }
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const message = input.value.trim();
+      if (!message) return;
+      input.value = "";
+      const button = $("button", form);
+      button.disabled = true;
+      bubble("user", message);
+      const answer = bubble("bot");
+      answer.innerHTML = '<span class="typing">Thinking…</span>';
+      let text = "";
+      try {
+        const response = await fetch(chat.dataset.url, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRFToken": csrf() },
+          body: JSON.stringify({ message }),
+        });
+        if (!response.ok || !response.body) {
+          answer.classList.add("error");
+          answer.textContent = messagesOf(await readJSON(response)).join(" ") || `The preview failed (${response.status}).`;
+          return;
+        }
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let cut;
+          while ((cut = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const dataLine = block.split("\n").find((line) => line.startsWith("data: "));
+            if (!dataLine) continue;
+            const data = JSON.parse(dataLine.slice(6));
+            if (data.type === "knowledge.hits") {
+              log.insertBefore(hitsBlock(data), answer);
+            } else if (data.type === "text.delta") {
+              text += data.delta;
+              answer.textContent = text;
+            } else if (data.type === "error") {
+              answer.classList.add("error");
+              answer.textContent = data.message;
+            } else if (data.type === "done") {
+              answer.textContent = data.answer;
+              answer.dataset.done = "1";
+              if (data.metadata && data.metadata.offtopic) {
+                const tag = document.createElement("div");
+                tag.className = "badge warn";
+                tag.style.marginTop = "6px";
+                tag.textContent = "Off-topic reply (scope gate)";
+                answer.append(document.createElement("br"), tag);
+              }
+              if (data.sources && data.sources.length) {
+                const sources = document.createElement("div");
+                sources.className = "muted small";
+                sources.style.marginTop = "6px";
+                sources.textContent = "Sources: " + data.sources.map((s) => s.title).join(", ");
+                answer.append(sources);
+              }
+            }
+            log.scrollTop = log.scrollHeight;
+          }
+        }
+      } catch (_error) {
+        answer.classList.add("error");
+        answer.textContent = "The connection was lost; try again.";
+      } finally {
+        button.disabled = false;
+        input.focus();
+      }
+    });
+  }
+})();

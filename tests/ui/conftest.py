@@ -1,0 +1,89 @@
+"""Browser fixtures for the admin UI: a signed-in page, a small website on 127.0.0.1, screenshots."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.ingestion.crawl.servers import LocalServer, Reply, serving
+
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+PASSWORD = "pw-for-tests-123"
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{title}</title></head>
+<body><header><nav>Acme Kettles · Shop · Help</nav></header>
+<main><article><h1>{title}</h1>{body}</article></main>
+<footer>© Acme Kettles</footer></body></html>"""
+SHIPPING = (
+    "<p>We ship every kettle to Canada, Mexico and the United States. Standard delivery takes three to "
+    "five working days; express delivery takes two days and costs twelve dollars.</p>"
+    "<p>Orders placed before noon leave our warehouse the same day. You get a tracking link by email "
+    "as soon as the parcel is on its way, and you can change the delivery address until then.</p>"
+)
+HOME = (
+    "<p>Welcome to the Acme Kettles help centre. Here you find answers about orders, delivery, returns "
+    "and the care of your kettle, written by the people who build and ship them.</p>"
+    "<p>Can't find what you need? Our support team answers email within one working day, Monday to "
+    "Friday, and the chat on this page answers right away from these pages.</p>"
+)
+WARRANTY = (
+    "<p>Every Acme kettle carries a two-year warranty against manufacturing defects, counted from the "
+    "day of delivery. Keep your order number: it is all we need to start a claim.</p>"
+    "<p>The warranty does not cover limescale damage. Descale the kettle monthly with white vinegar and "
+    "rinse it twice before boiling water for drinking again.</p>"
+)
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    """A two-page help site with a sitemap, and nothing at /gone (a 404)."""
+    with serving() as server:
+        urlset = "".join(f"<url><loc>{server.url(p)}</loc></url>" for p in ("/shipping", "/warranty"))
+        server.routes.update(
+            {
+                "/shipping": Reply(200, PAGE.format(title="Shipping and delivery", body=SHIPPING)),
+                "/warranty": Reply(200, PAGE.format(title="Warranty", body=WARRANTY)),
+                "/sitemap.xml": Reply(
+                    200,
+                    '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                    f"{urlset}</urlset>",
+                    content_type="application/xml",
+                ),
+                "/": Reply(200, PAGE.format(title="Acme Kettles help", body=HOME)),
+            }
+        )
+        yield server
+
+
+@pytest.fixture
+def sign_in(browser, live_server):
+    """sign_in(user) -> a page signed in through the sign-in form, at /app/."""
+    pages = []
+
+    def open_page(user, *, width: int = 1440, height: int = 900):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        page.goto(f"{live_server.url}/app/")
+        assert "/login/" in page.url
+        page.fill("input[name=username]", user.username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/app/")
+        pages.append(page)
+        return page
+
+    yield open_page
+    for page in pages:
+        page.context.close()
+
+
+def screenshot(page, name: str, *, full_page: bool = True) -> None:
+    """A whole page, or (full_page=False, for an open dialog) the screen as the person sees it."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    # Sticky parts are drawn where the scroll left them; toasts are gone a few seconds later anyway.
+    page.evaluate("window.scrollTo(0, 0); document.querySelector('.toasts')?.remove()")
+    page.wait_for_timeout(200)  # let transitions settle
+    page.screenshot(path=str(SCREENSHOTS / f"ui-{name}.png"), full_page=full_page)
