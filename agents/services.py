@@ -233,20 +233,25 @@ def _tool_mode(turn: TurnContext, model: ChatModel, history: list[dict]) -> Iter
     return "".join(held) if backed else turn.agent.offtopic_reply
 
 
-def _search(turn: TurnContext, query: str, record: bool = True) -> Iterator[dict]:
-    """One knowledge search, recorded in the transcript as a tool call."""
-    agent = turn.agent
-    if record:
-        yield {"type": "tool.start", "tool": "search_knowledge", "arguments": {"query": query}}
-    params = SearchParams(
+def agent_search_params(agent: Agent, audiences: list[str]) -> SearchParams:
+    """How an agent searches, for its chat and for the admin's test panel alike."""
+    return SearchParams(
         top_k=agent.top_k,
         min_score=agent.min_score,
         mode="hybrid" if agent.hybrid else "vector",
         rerank=agent.reranker or None,
         # Every chunk carries its audiences ("public" unless the source says otherwise); a visitor sees
         # public passages plus those of the audiences their signed token grants.
-        filters={"audience": ["public", *turn.audiences]},
+        filters={"audience": ["public", *audiences]},
     )
+
+
+def _search(turn: TurnContext, query: str, record: bool = True) -> Iterator[dict]:
+    """One knowledge search, recorded in the transcript as a tool call."""
+    agent = turn.agent
+    if record:
+        yield {"type": "tool.start", "tool": "search_knowledge", "arguments": {"query": query}}
+    params = agent_search_params(agent, turn.audiences)
     try:
         passages = search_passages(
             workspace_id=agent.workspace_id, query=query, params=params, agent_id=agent.id

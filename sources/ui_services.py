@@ -314,18 +314,13 @@ class RetrievalTest:
 
 def retrieval_test(*, agent: Agent, query: str) -> RetrievalTest:
     """The passages the agent would get for a question from a public visitor, and whether the scope gate
-    would let the question through. Mirrors agents.services._search; belongs in agents/services.py."""
+    would let the question through (the chat's own search settings, from agents.services)."""
     from agents.gate import is_backed
-    from retrieval.services import SearchParams, search_passages
+    from agents.services import agent_search_params
+    from retrieval.services import search_passages
 
-    mode = "hybrid" if agent.hybrid else "vector"
-    params = SearchParams(
-        top_k=agent.top_k,
-        min_score=agent.min_score,
-        mode=mode,
-        rerank=agent.reranker or None,
-        filters={"audience": ["public"]},
-    )
+    params = agent_search_params(agent, audiences=[])
+    mode = params.mode
     try:
         passages = search_passages(
             workspace_id=agent.workspace_id, query=query, params=params, agent_id=agent.id
