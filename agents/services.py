@@ -27,6 +27,7 @@ from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
 from retrieval.services import Passage, SearchParams, search_passages
 from retrieval.stores.base import InvalidFilter
+from sources.models import Workspace
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,11 @@ def chat_model_for(agent: Agent) -> ChatModel | None:
     if not agent.uses_llm:
         return None
     return OpenAIChatModel(base_url=agent.llm_base_url, model=agent.llm_model, api_key=agent.llm_api_key)
+
+
+def agent_create(*, workspace: Workspace, name: str) -> Agent:
+    with workspace_scope(workspace.id):
+        return Agent.objects.create(name=name.strip()[:200])
 
 
 def start_conversation(*, agent: Agent, visitor_id: str = "") -> Conversation:

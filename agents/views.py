@@ -9,27 +9,19 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
 from agents import services
 from agents.api.views import event_stream_response
-from agents.models import Agent
-from sources.models import Membership
+from sources.selectors import agent_for
 from sources.tenancy import workspace_scope
 
 
 @login_required
 @require_POST
 def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = Agent.unscoped.filter(id=agent_id).first()
-    membership = (
-        Membership.unscoped.filter(user=request.user, workspace_id=agent.workspace_id).first()
-        if agent
-        else None
-    )
-    if agent is None or membership is None:
-        raise Http404  # another workspace's agent looks like a missing one
+    agent, membership = agent_for(request.user, agent_id)  # another workspace's agent is a 404
     if not membership.can_manage:
         return JsonResponse({"detail": "Only owners and admins can preview the agent."}, status=403)
     try:

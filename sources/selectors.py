@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 
+from agents.models import Agent
 from sources.models import Chunk, Membership, Source
+from sources.tenancy import workspace_scope
 
 
 def memberships_of(user: AbstractBaseUser) -> list[Membership]:
@@ -48,3 +50,30 @@ def source_preview(*, source: Source, documents: int = 20, chunks: int = 10) -> 
             for c in sample
         ],
     }
+
+
+def membership_in(user: AbstractBaseUser, workspace_id: int) -> Membership | None:
+    memberships = Membership.unscoped.select_related("workspace")
+    return memberships.filter(user=user, workspace_id=workspace_id).first()
+
+
+def agent_for(user: AbstractBaseUser, agent_id: int) -> tuple[Agent, Membership]:
+    """The agent and the user's membership of its workspace; another workspace's agent is a 404."""
+    agent = Agent.unscoped.select_related("workspace").filter(id=agent_id).first()
+    membership = membership_in(user, agent.workspace_id) if agent else None
+    if agent is None or membership is None:
+        raise Http404("No such agent.")
+    return agent, membership
+
+
+def source_for(user: AbstractBaseUser, source_id: int) -> tuple[Source, Membership]:
+    source = Source.unscoped.select_related("agent", "workspace").filter(id=source_id).first()
+    membership = membership_in(user, source.workspace_id) if source else None
+    if source is None or membership is None:
+        raise Http404("No such source.")
+    return source, membership
+
+
+def agent_sources(agent: Agent) -> list[Source]:
+    with workspace_scope(agent.workspace_id):
+        return list(Source.objects.filter(agent_id=agent.id).order_by("-created_at", "-id")[:500])

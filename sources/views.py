@@ -19,8 +19,10 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from agents import services as agent_services
+from agents.forms import AgentSettingsForm
 from agents.models import Agent
-from sources import services, ui_services
+from sources import selectors, services, ui_services
 from sources.kinds import CRAWLED_KINDS, KindError
 from sources.models import Membership, Source
 from sources.selectors import current_membership, memberships_of
@@ -69,7 +71,7 @@ def _layout(request: HttpRequest, membership: Membership, **extra: Any) -> dict[
 
 def _agent_page(request: HttpRequest, agent_id: int) -> tuple[Agent, Membership]:
     """The agent of a page, with the workspace it lives in made the current one (the user belongs to it)."""
-    agent, membership = ui_services.agent_for(request.user, agent_id)
+    agent, membership = selectors.agent_for(request.user, agent_id)
     if request.session.get("workspace_id") != agent.workspace_id:
         request.session["workspace_id"] = agent.workspace_id
     return agent, membership
@@ -96,7 +98,7 @@ def app_home(request: HttpRequest) -> HttpResponse:
 @require_POST
 def workspace_switch(request: HttpRequest) -> HttpResponse:
     chosen = request.POST.get("workspace", "")
-    membership = ui_services.membership_in(request.user, int(chosen)) if chosen.isdigit() else None
+    membership = selectors.membership_in(request.user, int(chosen)) if chosen.isdigit() else None
     if membership is None:
         raise Http404("You are not a member of that workspace.")
     request.session["workspace_id"] = membership.workspace_id
@@ -115,7 +117,7 @@ def agent_new(request: HttpRequest) -> HttpResponse:
     if not name:
         messages.error(request, "Give the agent a name.")
         return redirect("app-home")
-    agent = ui_services.agent_create(workspace=membership.workspace, name=name)
+    agent = agent_services.agent_create(workspace=membership.workspace, name=name)
     return redirect("app-agent-sources", agent_id=agent.id)
 
 
@@ -129,7 +131,7 @@ def agent_home(request: HttpRequest, agent_id: int) -> HttpResponse:
 
 
 def _sources_context(agent: Agent) -> dict[str, Any]:
-    sources = ui_services.agent_sources(agent)
+    sources = selectors.agent_sources(agent)
     return {
         "rows": [ui_services.source_row(s) for s in sources],
         "counts": ui_services.status_counts(sources),
@@ -166,7 +168,7 @@ def agent_sources(request: HttpRequest, agent_id: int) -> HttpResponse:
 @require_GET
 def agent_sources_json(request: HttpRequest, agent_id: int) -> JsonResponse:
     """What the sources page polls while something is in flight: each row, drawn by the same template."""
-    agent, membership = ui_services.agent_for(request.user, agent_id)
+    agent, membership = selectors.agent_for(request.user, agent_id)
     context = _sources_context(agent)
     rows = [
         {
@@ -187,7 +189,7 @@ def agent_sources_json(request: HttpRequest, agent_id: int) -> JsonResponse:
 @require_POST
 def source_add(request: HttpRequest, agent_id: int) -> HttpResponse:
     """Add a source of any kind: JSON or a form post, files as multipart (one source per file)."""
-    agent, membership = ui_services.agent_for(request.user, agent_id)
+    agent, membership = selectors.agent_for(request.user, agent_id)
     if not membership.can_manage:
         return _forbidden(request)
     body = _body(request)
@@ -219,7 +221,7 @@ def source_add(request: HttpRequest, agent_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def discover(request: HttpRequest, agent_id: int) -> JsonResponse:
-    agent, membership = ui_services.agent_for(request.user, agent_id)
+    agent, membership = selectors.agent_for(request.user, agent_id)
     if not membership.can_manage:
         return _forbidden(request)
     try:
@@ -237,7 +239,7 @@ def discover(request: HttpRequest, agent_id: int) -> JsonResponse:
 @login_required
 @require_POST
 def discover_add(request: HttpRequest, agent_id: int) -> JsonResponse:
-    agent, membership = ui_services.agent_for(request.user, agent_id)
+    agent, membership = selectors.agent_for(request.user, agent_id)
     if not membership.can_manage:
         return _forbidden(request)
     pages = _body(request).get("pages")
@@ -258,7 +260,7 @@ def source_reprocess(request: HttpRequest, source_id: int, action: str) -> HttpR
     from ingestion.crawling import source_recrawl
     from ingestion.services import source_reindex
 
-    source, membership = ui_services.source_for(request.user, source_id)
+    source, membership = selectors.source_for(request.user, source_id)
     if not membership.can_manage:
         return _forbidden(request)
     if action == "recrawl":
@@ -282,7 +284,7 @@ def source_reprocess(request: HttpRequest, source_id: int, action: str) -> HttpR
 @require_http_methods(["GET", "POST"])
 def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
     """GET: the confirmation page (the dialog's stand-in without JavaScript); POST: delete."""
-    source, membership = ui_services.source_for(request.user, source_id)
+    source, membership = selectors.source_for(request.user, source_id)
     if not membership.can_manage:
         return _forbidden(request)
     if request.method == "GET":
@@ -299,7 +301,7 @@ def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def source_reupload(request: HttpRequest, source_id: int) -> HttpResponse:
-    source, membership = ui_services.source_for(request.user, source_id)
+    source, membership = selectors.source_for(request.user, source_id)
     if not membership.can_manage:
         return _forbidden(request)
     upload = request.FILES.get("file")
@@ -325,7 +327,7 @@ def source_reupload(request: HttpRequest, source_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def source_preview_page(request: HttpRequest, source_id: int) -> HttpResponse:
-    source, membership = ui_services.source_for(request.user, source_id)
+    source, membership = selectors.source_for(request.user, source_id)
     preview = ui_services.source_preview_titled(source)
     context = _layout(
         request,
@@ -361,13 +363,13 @@ def agent_settings(request: HttpRequest, agent_id: int) -> HttpResponse:
     if request.method == "POST":
         if not membership.can_manage:
             return _forbidden(request)
-        form = ui_services.AgentSettingsForm(request.POST, instance=agent)
+        form = AgentSettingsForm(request.POST, instance=agent)
         if form.is_valid():
             form.save()
             messages.success(request, "Settings saved.")
             return redirect("app-agent-settings", agent_id=agent.id)
     else:
-        form = ui_services.AgentSettingsForm(instance=agent)
+        form = AgentSettingsForm(instance=agent)
     if not membership.can_manage:
         for field in form.fields.values():
             field.disabled = True
