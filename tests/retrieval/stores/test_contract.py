@@ -235,3 +235,16 @@ def test_vectors_of_another_model_are_not_mixed_in(store, corpus):
         workspace_id=corpus.workspace.id, vector=unit(1, 0), top_k=5, model_name="other-model"
     )
     assert hits == []
+
+
+def test_a_filter_that_few_chunks_pass_still_finds_them_by_keyword(store, corpus):
+    # 210 strong matches fail the filter; the one weak match that passes must still be found.
+    for i in range(210):
+        corpus.add(f"alpha alpha alpha note {i}", unit(1, i / 210), lang="en")
+    rare = corpus.add(
+        "alpha and a lot of other words that dilute the match for this one", unit(0, 1), lang="de"
+    )
+    hits = store.keyword_search(
+        workspace_id=corpus.workspace.id, terms=term_counts("alpha"), top_k=3, filters={"lang": "de"}
+    )
+    assert ids(hits) == [rare]
