@@ -5,10 +5,11 @@ Every figure is printed beside a baseline measured in the same run, as one JSON 
 - upsert through the store (vectors + BM25 postings) vs a raw binary COPY of the same rows, in bulk
   (HNSW dropped, then rebuilt) and one document at a time into the full index (see pgvector_load);
 - vector search through the HNSW index vs the same store query with index scans disabled (exact), and
-  the HNSW recall@10 against that exact answer;
+  the HNSW recall@10 against that exact answer, also at other hnsw.ef_search values;
 - hybrid search (`retrieval.services.search_hits`, given the query vector so no embedding is timed),
   with and without the agent filter the widget always sends; keyword-only search; and the embedding
-  of the query text, timed on its own.
+  of the query text, timed on its own;
+- the same for QdrantStore in local mode, on a capped corpus (see qdrant_load).
 The test asserts that the results are right (recall, hits), never how fast they came.
 """
 
@@ -19,7 +20,6 @@ import os
 import platform
 import re
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -31,9 +31,8 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from retrieval.keyword import term_counts
-from retrieval.stores.base import VectorRecord
-from tests.bench.corpus import BLOCK, DIMENSIONS, Query, SyntheticCorpus
+from tests.bench import qdrant_load
+from tests.bench.corpus import DIMENSIONS, Query, SyntheticCorpus
 from tests.bench.pgvector_load import PgWorkspace, load
 
 # django_db makes pytest-django create the test database: fixtures that only unblock the database do
@@ -42,14 +41,16 @@ pytestmark = [pytest.mark.bench, pytest.mark.django_db]
 
 CHUNKS = int(os.environ.get("GROUNDED_BENCH_CHUNKS", "2000"))
 #: Few queries in the default (small) run so that `make test` stays quick; 200 at benchmark sizes.
-QUERIES = int(os.environ.get("GROUNDED_BENCH_QUERIES", "200" if CHUNKS >= 10_000 else "50"))
+QUERIES = int(os.environ.get("GROUNDED_BENCH_QUERIES", "200" if CHUNKS >= 10_000 else "20"))
 #: Exact search reads every vector; fewer queries keep the 1M run within reach (recall is averaged
 #: over these).
 EXACT_QUERIES = int(os.environ.get("GROUNDED_BENCH_EXACT_QUERIES", str(QUERIES)))
 #: Local-mode Qdrant is brute force in Python (a keyword query at 10,000 chunks takes over a second), so
 #: it gets a capped corpus and few queries; the JSON line says which.
-QDRANT_MAX_CHUNKS = int(os.environ.get("GROUNDED_BENCH_QDRANT_MAX_CHUNKS", "10000"))
-QDRANT_QUERIES = int(os.environ.get("GROUNDED_BENCH_QDRANT_QUERIES", "20" if CHUNKS >= 10_000 else "5"))
+QDRANT_MAX_CHUNKS = int(
+    os.environ.get("GROUNDED_BENCH_QDRANT_MAX_CHUNKS", "10000" if CHUNKS >= 10_000 else "1000")
+)
+QDRANT_QUERIES = int(os.environ.get("GROUNDED_BENCH_QDRANT_QUERIES", "20" if CHUNKS >= 10_000 else "3"))
 #: Each kind of query stops after this many seconds (once it has MIN_SAMPLES), so a slow path at 1M
 #: chunks (exact search, a filter the planner gets wrong) cannot hold the run for an hour.
 BUDGET_SECONDS = float(os.environ.get("GROUNDED_BENCH_BUDGET_SECONDS", "120"))
@@ -143,7 +144,14 @@ def exact_search() -> Iterator[None]:
 
 
 def plan_of(
-    store: Any, workspace_id: int, query: Query, model_name: str, *, exact: bool = False, **search: Any
+    store: Any,
+    workspace_id: int,
+    query: Query,
+    model_name: str,
+    *,
+    exact: bool = False,
+    top_k: int = TOP_K,
+    **search: Any,
 ) -> str:
     """The plan of the store's vector query, to show which path was measured."""
     from django.db import connection
@@ -158,7 +166,7 @@ def plan_of(
 
     with connection.execute_wrapper(explain), exact_search() if exact else nullcontext():
         store.search(
-            workspace_id=workspace_id, vector=query.vector, top_k=TOP_K, model_name=model_name, **search
+            workspace_id=workspace_id, vector=query.vector, top_k=top_k, model_name=model_name, **search
         )
     # Plan nodes only: no costs, and no 384-number vector literal.
     nodes = [re.sub(r"'\[[^']*\]'", "'[...]'", re.sub(r"  \(cost=[^)]*\)", "", line)) for line in plan]
@@ -257,6 +265,10 @@ def pgvector_results(corpus, django_db_setup, django_db_blocker) -> dict[str, An
                 "hnsw_agent_filter": plan_of(
                     store, workspace_id, query, model_name, filters={"agent_id": space.agent.id}
                 ),
+                # What hybrid search asks for: 50 candidates, the agent filter.
+                "hnsw_agent_filter_50": plan_of(
+                    store, workspace_id, query, model_name, top_k=50, filters={"agent_id": space.agent.id}
+                ),
                 "exact": plan_of(store, workspace_id, query, model_name, exact=True),
             }
             targets = [space.ids[q.chunk_index] for q in queries]
@@ -292,72 +304,25 @@ def searcher(workspace_id: int, **params: Any) -> Callable[[Query], list[str]]:
     return search
 
 
-def raw_point(record: VectorRecord, workspace_id: int, model_name: str) -> Any:
-    """The point QdrantStore writes for a record, built with the plain client's models."""
-    from qdrant_client import models
-
-    from retrieval import keyword
-    from retrieval.stores.qdrant import DENSE, KEYWORDS, sparse_vector
-
-    length = sum(record.terms.values())
-    weights = {term: keyword.term_weight(tf, length, 256.0) for term, tf in record.terms.items()}
-    payload = {
-        "workspace_id": str(workspace_id),
-        "model_name": model_name,
-        "meta": record.metadata,
-        "terms": list(record.terms),
-        "tfs": list(record.terms.values()),
-        "length": length,
-    }
-    vectors = {DENSE: record.vector.tolist(), KEYWORDS: sparse_vector(weights)}
-    return models.PointStruct(id=record.chunk_id, vector=vectors, payload=payload)
-
-
 @pytest.fixture(scope="module")
 def qdrant_results(django_db_setup) -> dict[str, Any]:
     """QdrantStore in local mode (in memory), on a corpus capped at QDRANT_MAX_CHUNKS. Baseline: the same
     points (dense vector, sparse BM25 weights, payload) upserted with the plain client, 256 a request
     like the store. Local mode has no HNSW: every vector search is exact."""
-    from qdrant_client import QdrantClient, models
-
     from config.backends import embedders
     from retrieval import services
-    from retrieval.stores.qdrant import DENSE, KEYWORDS, UPSERT_BATCH, QdrantStore
+    from retrieval.stores.qdrant import QdrantStore
 
     size = min(CHUNKS, QDRANT_MAX_CHUNKS)
     corpus = SyntheticCorpus(size)
     queries = corpus.queries(QDRANT_QUERIES)
     workspace_id, agent_id, model_name = 1, 1, embedders["default"].model_name
     store = QdrantStore(location=":memory:", collection="bench_scale", dimensions=DIMENSIONS)
-    raw = QdrantClient(location=":memory:")
-    raw.create_collection(
-        "bench_raw",
-        vectors_config={DENSE: models.VectorParams(size=DIMENSIONS, distance=models.Distance.COSINE)},
-        sparse_vectors_config={KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-    )
-    store_seconds = raw_seconds = 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "payload indexes have no effect in local mode"
-        for b in range(corpus.blocks):
-            block = corpus.block(b)
-            ids = [
-                str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench/{i}"))
-                for i in range(block.start, block.start + BLOCK)
-            ]
-            records = [
-                VectorRecord(
-                    chunk_id=cid, vector=vector, metadata={"agent_id": agent_id}, terms=term_counts(text)
-                )
-                for cid, vector, text in zip(ids, block.vectors, block.texts, strict=False)
-            ]
-            points = [raw_point(r, workspace_id, model_name) for r in records]
-            started = time.perf_counter()
-            store.upsert(workspace_id=workspace_id, records=records, model_name=model_name)
-            store_seconds += time.perf_counter() - started
-            started = time.perf_counter()
-            for start in range(0, len(points), UPSERT_BATCH):
-                raw.upsert("bench_raw", points=points[start : start + UPSERT_BATCH], wait=True)
-            raw_seconds += time.perf_counter() - started
+        store_seconds, raw_seconds = qdrant_load.load(
+            corpus, store, workspace_id=workspace_id, agent_id=agent_id, model_name=model_name
+        )
 
         def vector(query: Query) -> list[str]:
             hits = store.search(
@@ -366,17 +331,14 @@ def qdrant_results(django_db_setup) -> dict[str, Any]:
             return [h.chunk_id for h in hits]
 
         latency: dict[str, Any] = {}
-        with (
-            mock.patch.object(services, "vector_stores", {"default": store}),
-            mock.patch.object(services.embedders["default"], "model_name", model_name),
-        ):
+        with mock.patch.object(services, "vector_stores", {"default": store}):
             _by_vector, latency["vector_exact"] = timed(vector, queries, warmup=1)
             by_keyword, latency["keyword"] = timed(searcher(workspace_id, mode="keyword"), queries, warmup=1)
             by_hybrid, latency["hybrid"] = timed(searcher(workspace_id), queries, warmup=1)
             _by_agent, latency["hybrid_agent_filter"] = timed(
                 searcher(workspace_id, filters={"agent_id": agent_id}), queries, warmup=1
             )
-    targets = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench/{q.chunk_index}")) for q in queries]
+    targets = [qdrant_load.point_id(q.chunk_index) for q in queries]
     results = {
         "store": "qdrant-local-memory",
         "chunks": size,
@@ -397,7 +359,6 @@ def qdrant_results(django_db_setup) -> dict[str, Any]:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     store.close()
-    raw.close()
     print("\nBENCH retrieval_scale " + json.dumps(results))
     return results
 
