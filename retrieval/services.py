@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db.models import Q
 
 from config.backends import embedders, rerankers, vector_stores
 from retrieval import cache as semantic_cache
@@ -98,7 +99,12 @@ def stale_embeddings(*, workspace_id: int) -> int:
     (they match the model name), so these chunks are invisible to vector search until reindexed."""
     current = embedders["default"].model_name
     with workspace_scope(workspace_id):
-        return Chunk.objects.exclude(embedding_model=current).exclude(embedding_model="").count()
+        # Every search asks this, so it must not scan the workspace: "< current or > current" are two
+        # range scans of the (workspace, embedding_model) index, and the count only runs when one hits.
+        others = Chunk.objects.filter(
+            Q(embedding_model__lt=current) | Q(embedding_model__gt=current)
+        ).exclude(embedding_model="")
+        return others.count() if others.exists() else 0
 
 
 def delete_chunk_vectors(*, workspace_id: int, chunk_ids: list[str]) -> None:

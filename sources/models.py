@@ -175,6 +175,8 @@ class Chunk(TenantModel):
         ordering = ["document_id", "position"]
         indexes = [
             models.Index(fields=["workspace", "document"]),
+            # Finds chunks of another embedding model without scanning (retrieval.services.stale_embeddings).
+            models.Index(fields=["workspace", "embedding_model"], name="chunk_workspace_model"),
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],
