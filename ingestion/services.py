@@ -119,9 +119,12 @@ def delete_source_chunks(*, source: Source) -> None:
         Chunk.objects.filter(source_id=source.id).delete()
 
 
-def source_reindex(*, source: Source) -> bool:
+def source_reindex(*, source: Source, queue: bool = True) -> bool:
     """Chunk and embed a source again from what is kept: a text's content, an upload's segments, a
-    crawled page's extracted text. Nothing is fetched or uploaded again."""
+    crawled page's extracted text. Nothing is fetched or uploaded again.
+
+    With queue=False the source is only marked pending; the caller runs `source_index_now` itself
+    (the `reindex` command does, to rebuild the vector index once after a bulk reindex)."""
     from ingestion import tasks
 
     with workspace_scope(source.workspace_id):
@@ -134,10 +137,22 @@ def source_reindex(*, source: Source) -> bool:
             return False
         if source.kind != "upload":
             Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
-        workspace_id, source_id = source.workspace_id, source.id
-        task = tasks.index_upload if source.kind == "upload" else tasks.index_source
-        transaction.on_commit(lambda: task.delay(workspace_id=workspace_id, source_id=source_id))
+        if queue:
+            workspace_id, source_id = source.workspace_id, source.id
+            task = tasks.index_upload if source.kind == "upload" else tasks.index_source
+            transaction.on_commit(lambda: task.delay(workspace_id=workspace_id, source_id=source_id))
     return True
+
+
+def source_index_now(*, source: Source) -> None:
+    """What the index task of a pending source does, in this process."""
+    from ingestion.uploads import upload_index
+
+    with workspace_scope(source.workspace_id):
+        if source.kind == "upload":
+            upload_index(source=source)
+        else:
+            source_index(source=source)
 
 
 def source_cancel(*, source: Source, by: str) -> bool:

@@ -143,7 +143,12 @@ VECTOR_STORES = {
                 "collection": env("QDRANT_COLLECTION", default="grounded_chunks"),
             }
             if _VECTOR_STORE_BACKEND.endswith("QdrantStore")
-            else {"metric": env("PGVECTOR_METRIC", default="cosine")}
+            else {
+                "metric": env("PGVECTOR_METRIC", default="cosine"),
+                # "auto": 100 below 500k chunks in the table, 200 above (the scale benchmark's recall).
+                "ef_search": env("PGVECTOR_EF_SEARCH", default="auto"),
+                "maintenance_work_mem": env("PGVECTOR_MAINTENANCE_WORK_MEM", default="1GB"),
+            }
         ),
     }
 }

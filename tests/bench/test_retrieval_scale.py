@@ -57,8 +57,8 @@ BUDGET_SECONDS = float(os.environ.get("GROUNDED_BENCH_BUDGET_SECONDS", "120"))
 MIN_SAMPLES = 20
 #: Exact search is the recall reference, so it gets more time (~90 queries at 1M chunks on two cores).
 EXACT_BUDGET_SECONDS = float(os.environ.get("GROUNDED_BENCH_EXACT_BUDGET_SECONDS", "300"))
-#: HNSW recall and latency at these hnsw.ef_search values (the store's default is 100), over the queries
-#: that have an exact answer: what to set if recall is short at some size.
+#: HNSW recall and latency at these hnsw.ef_search values (the store's default follows the table's size,
+#: see pgvector.EF_SEARCH_STEPS), over the queries that have an exact answer: what to set at some size.
 EF_SEARCH_SWEEP = (40, 100, 200, 400)
 TOP_K = 10
 WARMUP = 10
@@ -255,6 +255,9 @@ def pgvector_results(corpus, django_db_setup, django_db_blocker) -> dict[str, An
         space = PgWorkspace(corpus)
         try:
             results["load"] = load(space, store, model_name)
+            # A store made now sees the loaded table's size (the store caches it for minutes).
+            store = PgVectorStore()
+            results["ef_search"] = store.current_ef_search()
             figures, by_hnsw, by_keyword, by_hybrid = measure_queries(
                 store, space.workspace.id, space.agent.id, queries, model_name
             )

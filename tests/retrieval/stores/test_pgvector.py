@@ -1,0 +1,150 @@
+"""What only the pgvector store does: binary vector writes, ef_search by table size, its HNSW index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection, transaction
+
+from retrieval.keyword import term_counts
+from retrieval.stores.base import VectorRecord
+from retrieval.stores.pgvector import PgVectorStore, ef_search_for, vector_literal
+from tests.retrieval.stores.test_contract import MODEL, Corpus
+
+pytestmark = pytest.mark.django_db
+
+
+def stored_vector(chunk_id: str) -> np.ndarray:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT embedding::real[] FROM sources_chunk WHERE id = %s", [chunk_id])
+        return np.array(cursor.fetchone()[0], dtype=np.float32)
+
+
+def random_vector(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_vectors_are_stored_bit_for_bit(workspace, agent):
+    store = PgVectorStore()
+    corpus = Corpus(store, workspace, agent)
+    vectors = [random_vector(seed) for seed in range(20)]
+    ids = [corpus.add(f"passage {i}", vector) for i, vector in enumerate(vectors)]
+    for chunk_id, vector in zip(ids, vectors, strict=True):
+        assert np.array_equal(stored_vector(chunk_id), vector)
+
+
+def test_the_text_form_reads_back_as_the_same_float32():
+    vector = random_vector(7)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT (%s::vector)::real[]", [vector_literal(vector)])
+        assert np.array_equal(np.array(cursor.fetchone()[0], dtype=np.float32), vector)
+
+
+def test_two_upserts_in_one_transaction_write_only_their_own_vectors(workspace, agent):
+    store = PgVectorStore()
+    corpus = Corpus(store, workspace, agent)
+    first, second = random_vector(1), random_vector(2)
+    with transaction.atomic():
+        a = corpus.add("first passage", first)
+        b = corpus.add("second passage", second)
+        # Rewriting one chunk in the same transaction must not touch the other.
+        store.upsert(
+            workspace_id=workspace.id,
+            records=[VectorRecord(chunk_id=a, vector=second, metadata={}, terms=term_counts("x"))],
+            model_name=MODEL,
+        )
+    assert np.array_equal(stored_vector(a), second)
+    assert np.array_equal(stored_vector(b), second)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM grounded_vector_batch")
+        assert cursor.fetchone()[0] == 0
+
+
+def test_upsert_cannot_write_a_vector_into_another_workspaces_chunk(workspace, agent, other_workspace):
+    store = PgVectorStore()
+    corpus = Corpus(store, workspace, agent)
+    original = random_vector(3)
+    chunk_id = corpus.add("mine", original)
+    store.upsert(
+        workspace_id=other_workspace.id,
+        records=[VectorRecord(chunk_id=chunk_id, vector=random_vector(4), metadata={}, terms={"x": 1})],
+        model_name=MODEL,
+    )
+    assert np.array_equal(stored_vector(chunk_id), original)
+    assert store.count(workspace_id=other_workspace.id) == 0
+
+
+def test_ef_search_grows_with_the_table():
+    assert ef_search_for(0) == 100
+    assert ef_search_for(100_000) == 100
+    assert ef_search_for(1_000_000) == 200
+
+
+def test_search_sets_ef_search_from_the_table_size_unless_it_is_fixed(workspace, agent):
+    seen = []
+
+    def record(execute, sql, params, many, context):
+        if "hnsw.ef_search" in sql:
+            seen.append(params[0])
+        return execute(sql, params, many, context)
+
+    corpus = Corpus(PgVectorStore(), workspace, agent)
+    corpus.add("a passage", random_vector(5))
+    with connection.execute_wrapper(record):
+        PgVectorStore().search(workspace_id=workspace.id, vector=random_vector(5), top_k=5, model_name=MODEL)
+        PgVectorStore(ef_search=321).search(
+            workspace_id=workspace.id, vector=random_vector(5), top_k=5, model_name=MODEL
+        )
+        PgVectorStore(ef_search=10).search(
+            workspace_id=workspace.id, vector=random_vector(5), top_k=50, model_name=MODEL
+        )
+    # A test table is small: the first step; a fixed value wins; never fewer than top_k.
+    assert seen == [100, 321, 50]
+
+
+def check_deferred_constraints() -> None:
+    """The test's rows are in an open transaction whose foreign keys are checked at commit; PostgreSQL
+    will not build an index on a table with such checks pending (a real build runs on its own)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def index_names() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'sources_chunk'")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_another_metric_gets_its_own_index_and_search_still_ranks_by_it(workspace, agent):
+    store = PgVectorStore(metric="l2", maintenance_work_mem="64MB")
+    corpus = Corpus(store, workspace, agent)
+    near, far = corpus.add("near", random_vector(8)), corpus.add("far", random_vector(9))
+    check_deferred_constraints()
+    assert store.ensure_index() == "chunk_embedding_hnsw_l2"
+    assert "chunk_embedding_hnsw_l2" in index_names()
+    hits = store.search(workspace_id=workspace.id, vector=random_vector(8), top_k=2, model_name=MODEL)
+    assert [h.chunk_id for h in hits] == [near, far]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    store.drop_index()
+    assert "chunk_embedding_hnsw_l2" not in index_names()
+    assert "chunk_embedding_hnsw" in index_names()  # the cosine index is another store's
+
+
+def test_ensure_index_gives_the_build_its_memory(workspace):
+    store = PgVectorStore(maintenance_work_mem="300MB")
+    seen = []
+
+    def record(execute, sql, params, many, context):
+        if sql.startswith("CREATE INDEX"):
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW maintenance_work_mem")
+                seen.append(cursor.fetchone()[0])
+        return execute(sql, params, many, context)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW maintenance_work_mem")
+        assert cursor.fetchone()[0] != "300MB"
+    with connection.execute_wrapper(record):
+        store.ensure_index()
+    assert seen == ["300MB"]
