@@ -7,6 +7,7 @@ import hmac
 import secrets
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
@@ -177,6 +178,8 @@ class Chunk(TenantModel):
             models.Index(fields=["workspace", "document"]),
             # Finds chunks of another embedding model without scanning (retrieval.services.stale_embeddings).
             models.Index(fields=["workspace", "embedding_model"], name="chunk_workspace_model"),
+            # Metadata filters (the agent, audiences) as containment (retrieval.stores.pgvector.filter_sql).
+            GinIndex(fields=["metadata"], opclasses=["jsonb_path_ops"], name="chunk_metadata_gin"),
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],

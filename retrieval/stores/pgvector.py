@@ -96,7 +96,11 @@ def _enable_binary_vectors(raw_cursor: Any) -> None:
 def filter_sql(filters: Filters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:
     """SQL for metadata filters on `{alias}.metadata`, with the semantics of base.matches_filters.
 
-    Returns a condition to append (starting with AND, or empty) and its named parameters.
+    Each accepted value is two containments: `{"key": v}` (the field is v) or `{"key": [v]}` (the field
+    is a list holding v). Both are served by the chunk table's GIN index (jsonb_path_ops), so a filter
+    that few chunks pass (a small agent, a rare audience) is a bitmap scan of those chunks rather than
+    an HNSW walk that must skip nearly everything. Returns a condition to append (starting with AND, or
+    empty) and its named parameters.
     """
     clauses: list[str] = []
     params: dict[str, Any] = {}
@@ -104,17 +108,11 @@ def filter_sql(filters: Filters | None, alias: str = "c") -> tuple[str, dict[str
         if not values:
             clauses.append("FALSE")  # an empty list matches nothing
             continue
-        k = f"fk{len(params)}"
-        params[k] = key
         options = []
         for value in values:
             v, a = f"fv{len(params)}", f"fa{len(params)}"
-            params[v], params[a] = json.dumps(value), json.dumps([value])
-            field = f"{alias}.metadata -> %({k})s"
-            options.append(
-                f"({field} = %({v})s::jsonb"
-                f" OR (jsonb_typeof({field}) = 'array' AND {field} @> %({a})s::jsonb))"
-            )
+            params[v], params[a] = json.dumps({key: value}), json.dumps({key: [value]})
+            options.append(f"{alias}.metadata @> %({v})s::jsonb OR {alias}.metadata @> %({a})s::jsonb")
         clauses.append("(" + " OR ".join(options) + ")")
     return (" AND " + " AND ".join(clauses)) if clauses else "", params
 

@@ -81,11 +81,12 @@ class SyntheticCorpus:
         words = self.vocabulary[np.minimum(word_ids, len(self.vocabulary) - 1)]
         return Block(start=start, vectors=vectors, texts=[" ".join(row) for row in words.tolist()])
 
-    def queries(self, count: int, *, spread: float = 0.5) -> list[Query]:
-        """A query per sampled chunk: its vector plus noise (cosine ~0.9 to the chunk) and 2-3 of its
-        content words, so the chunk is relevant to both retrievers."""
+    def queries(self, count: int, *, spread: float = 0.5, among: list[int] | None = None) -> list[Query]:
+        """A query per sampled chunk (of `among`, or of all): its vector plus noise (cosine ~0.9 to the
+        chunk) and 2-3 of its content words, so the chunk is relevant to both retrievers."""
         rng = np.random.default_rng([self.seed, 2])
-        indexes = np.sort(rng.choice(self.size, size=min(count, self.size), replace=False))
+        pool = np.arange(self.size) if among is None else np.array(among)
+        indexes = np.sort(rng.choice(pool, size=min(count, len(pool)), replace=False))
         queries = []
         cache: dict[int, Block] = {}
         for index in indexes.tolist():

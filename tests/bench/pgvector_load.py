@@ -28,6 +28,9 @@ import numpy as np
 from tests.bench.corpus import BLOCK, Block, SyntheticCorpus
 
 CHUNKS_PER_DOCUMENT = 10
+#: Every SMALL_AGENT_EVERY-th document belongs to a second, small agent (0.2 % of the chunks): a
+#: workspace's FAQ bot beside its big documentation bot, whose filter few chunks pass.
+SMALL_AGENT_EVERY = 500
 BULK_SAMPLE = int(os.environ.get("GROUNDED_BENCH_BULK_SAMPLE", "20000"))
 POSTING_COLUMNS = "workspace_id, chunk_id, term, tf, length"  # as PgVectorStore.upsert writes them
 POSTING_TYPES = ["int8", "uuid", "varchar", "int4", "int4"]
@@ -55,6 +58,7 @@ class PgWorkspace:
         self.workspace = Workspace.objects.create(name="Bench", slug=f"bench-scale-{os.getpid()}")
         with workspace_scope(self.workspace.id):
             self.agent = Agent.objects.create(name="Bench agent")
+            self.small_agent = Agent.objects.create(name="Bench small agent")
             self.source = Source.objects.create(
                 agent=self.agent, kind="text", title="Synthetic", status="done"
             )
@@ -96,7 +100,7 @@ class PgWorkspace:
         document_id = self.document_ids[index // CHUNKS_PER_DOCUMENT]
         chunk_id = chunk_id or self.ids[index]
         metadata = {
-            "agent_id": self.agent.id,
+            "agent_id": self.agent_of(index),
             "document_id": document_id,
             "chunk_id": chunk_id,
             "url": f"https://bench.example/{document_id}",
@@ -113,6 +117,13 @@ class PgWorkspace:
             text=block.texts[index - block.start],
             metadata=metadata,
         )
+
+    def agent_of(self, index: int) -> int:
+        small = (index // CHUNKS_PER_DOCUMENT) % SMALL_AGENT_EVERY == 0
+        return self.small_agent.id if small else self.agent.id
+
+    def small_agent_chunks(self) -> list[int]:
+        return [i for i in range(self.corpus.size) if self.agent_of(i) == self.small_agent.id]
 
     def records(self, start: int, stop: int) -> list[Any]:
         from retrieval.keyword import term_counts

@@ -9,6 +9,8 @@ Every figure is printed beside a baseline measured in the same run, as one JSON 
 - hybrid search (`retrieval.services.search_hits`, given the query vector so no embedding is timed),
   with and without the agent filter the widget always sends; keyword-only search; and the embedding
   of the query text, timed on its own;
+- the same searches for a small agent (0.2 % of the chunks), whose filter HNSW alone serves badly,
+  with recall against the exact filtered search;
 - the same for QdrantStore in local mode, on a capped corpus (see qdrant_load).
 The test asserts that the results are right (recall, hits), never how fast they came.
 """
@@ -61,6 +63,7 @@ EXACT_BUDGET_SECONDS = float(os.environ.get("GROUNDED_BENCH_EXACT_BUDGET_SECONDS
 #: see pgvector.EF_SEARCH_STEPS), over the queries that have an exact answer: what to set at some size.
 EF_SEARCH_SWEEP = (40, 100, 200, 400)
 TOP_K = 10
+SMALL_AGENT_QUERIES = min(QUERIES, 50)
 WARMUP = 10
 RECALL_FLOOR = 0.9
 
@@ -173,6 +176,26 @@ def plan_of(
     return " / ".join(node.removeprefix("->  ") for node in nodes)
 
 
+def statement_times(search: Callable[[Query], Any], queries: list[Query]) -> dict[str, float]:
+    """Where a search's time goes: mean milliseconds per SQL statement kind over the queries."""
+    from django.db import connection
+
+    totals: dict[str, float] = {}
+
+    def clock(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            kind = re.sub(r"\s+", " ", sql)[:60] + (" [given ids]" if "%(ids)s" in sql else "")
+            totals[kind] = totals.get(kind, 0.0) + time.perf_counter() - started
+
+    with connection.execute_wrapper(clock):
+        for query in queries:
+            search(query)
+    return {kind: round(seconds * 1000 / len(queries), 2) for kind, seconds in totals.items()}
+
+
 def measure_queries(
     store: Any, workspace_id: int, agent_id: int, queries: list[Query], model_name: str
 ) -> tuple[dict[str, Any], list[list[str]], list[list[str]], list[list[str]]]:
@@ -207,6 +230,9 @@ def measure_queries(
         _by_agent, figures["hybrid_agent_filter"] = timed(
             searcher(workspace_id, filters={"agent_id": agent_id}), queries
         )
+        figures["hybrid_agent_filter_sql_ms"] = statement_times(
+            searcher(workspace_id, filters={"agent_id": agent_id}), queries[:50]
+        )
     by_exact, figures["vector_exact"] = timed(exact, queries[:EXACT_QUERIES], budget=EXACT_BUDGET_SECONDS)
     answered = queries[: len(by_exact)]
     figures["ef_search_sweep"] = {}
@@ -224,6 +250,42 @@ def measure_queries(
     )
     figures["recall_at_10"] = recall(by_hnsw, by_exact)
     return figures, by_hnsw, by_keyword, by_hybrid
+
+
+def measure_small_agent(
+    store: Any, space: PgWorkspace, queries: list[Query], model_name: str
+) -> dict[str, Any]:
+    """The filter few chunks pass: a second agent holding 0.2 % of the workspace, queried with its own
+    chunks. The exact baseline is the same filtered query without index scans."""
+    from retrieval import services
+
+    workspace_id, filters = space.workspace.id, {"agent_id": space.small_agent.id}
+
+    def vector(query: Query) -> list[str]:
+        search = {"top_k": TOP_K, "model_name": model_name, "filters": filters}
+        hits = store.search(workspace_id=workspace_id, vector=query.vector, **search)
+        return [h.chunk_id for h in hits]
+
+    def exact(query: Query) -> list[str]:
+        with exact_search():
+            return vector(query)
+
+    figures: dict[str, Any] = {"chunks": len(space.small_agent_chunks()), "queries": len(queries)}
+    with mock.patch.object(services, "vector_stores", {"default": store}):
+        by_hnsw, figures["vector_hnsw"] = timed(vector, queries)
+        by_keyword, figures["keyword"] = timed(
+            searcher(workspace_id, mode="keyword", filters=filters), queries
+        )
+        by_hybrid, figures["hybrid"] = timed(searcher(workspace_id, filters=filters), queries)
+        figures["hybrid_sql_ms"] = statement_times(searcher(workspace_id, filters=filters), queries)
+    by_exact, figures["vector_exact"] = timed(exact, queries, budget=EXACT_BUDGET_SECONDS / 2)
+    targets = [space.ids[q.chunk_index] for q in queries]
+    figures["recall_at_10"] = recall(by_hnsw, by_exact)
+    figures["vector_results_short_of_10"] = sum(len(hits) < TOP_K for hits in by_hnsw) / len(by_hnsw)
+    figures["query_chunk_in_keyword_top10"] = found_share(targets, by_keyword)
+    figures["query_chunk_in_hybrid_top10"] = found_share(targets, by_hybrid)
+    figures["plan_50"] = plan_of(store, workspace_id, queries[0], model_name, top_k=50, filters=filters)
+    return figures
 
 
 # --- the benchmark --------------------------------------------------------------------------------------
@@ -262,6 +324,8 @@ def pgvector_results(corpus, django_db_setup, django_db_blocker) -> dict[str, An
                 store, space.workspace.id, space.agent.id, queries, model_name
             )
             results["latency"] = figures
+            small_queries = space.corpus.queries(SMALL_AGENT_QUERIES, among=space.small_agent_chunks())
+            results["small_agent"] = measure_small_agent(store, space, small_queries, model_name)
             workspace_id, query = space.workspace.id, queries[0]
             results["plans"] = {
                 "hnsw": plan_of(store, workspace_id, query, model_name),
@@ -380,6 +444,13 @@ def test_keyword_search_answers_every_query(pgvector_results):
 
 def test_hybrid_search_finds_the_chunk_each_query_was_made_from(pgvector_results):
     assert pgvector_results["checks"]["query_chunk_in_hybrid_top10"] >= 0.95
+
+
+def test_an_agent_with_few_chunks_gets_full_and_right_results(pgvector_results):
+    small = pgvector_results["small_agent"]
+    assert small["vector_results_short_of_10"] == 0
+    assert small["recall_at_10"] >= RECALL_FLOOR
+    assert small["query_chunk_in_hybrid_top10"] >= 0.95
 
 
 def test_the_exact_baseline_does_not_use_the_hnsw_index(pgvector_results):
