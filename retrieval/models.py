@@ -10,6 +10,12 @@ from sources.tenancy import TenantModel
 class KeywordPosting(TenantModel):
     """One term of one chunk. The chunk's length is repeated here so BM25 needs no join."""
 
+    # No index of its own: (workspace, term) below starts with it, and a workspace-only index tempted
+    # the planner, with statistics stale after bulk loads, to read a workspace's every posting to
+    # delete one chunk's.
+    workspace = models.ForeignKey(
+        "sources.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     chunk = models.ForeignKey("sources.Chunk", on_delete=models.CASCADE, related_name="+", db_index=False)
     term = models.CharField(max_length=64)
     tf = models.PositiveIntegerField()
@@ -21,7 +27,8 @@ class KeywordPosting(TenantModel):
             models.Index(
                 fields=["workspace", "term"], include=["chunk", "tf", "length"], name="posting_term"
             ),
-            models.Index(fields=["chunk"], name="posting_chunk"),
+            # Deleting a chunk's postings: both of the delete's conditions are in this index.
+            models.Index(fields=["chunk", "workspace"], name="posting_chunk_workspace"),
         ]
 
 
