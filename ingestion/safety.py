@@ -85,6 +85,7 @@ class FetchPolicy:
     verify: ssl.SSLContext | str | bool = True
     # Replaces the system resolver (tests, custom DNS); returns the host's addresses as strings.
     resolver: Resolver | None = field(default=None, compare=False)
+    dns_timeout_s: float = 5.0
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ import ipaddress
 import re
 import socket
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Protocol
 
 from ingestion.crawl.errors import BlockedAddressError, PermanentFetchError, TransientFetchError
@@ -50,6 +52,7 @@ class AddressRules(Protocol):
     allow_private_networks: bool
     allowed_networks: tuple[str, ...]
     resolver: Resolver | None
+    dns_timeout_s: float
 
 
 def address_block_reason(address: IPAddress, policy: AddressRules) -> str | None:
@@ -122,6 +125,24 @@ def _system_resolve(host: str, port: int) -> list[str]:
     return [info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
 
 
+# getaddrinfo has no timeout of its own and a dead resolver blocks for the system's retries (often
+# 20-40 s), longer than a page job's time limit. Lookups run here so a fetch can stop waiting; a stuck
+# lookup holds one of these threads until the system gives up, never the worker.
+_lookups = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dns")
+
+
+def _lookup(host: str, port: int, policy: AddressRules) -> Sequence[str]:
+    future = _lookups.submit(policy.resolver or _system_resolve, host, port)
+    try:
+        return future.result(timeout=policy.dns_timeout_s)
+    except FutureTimeout:
+        future.cancel()
+        raise TransientFetchError(
+            "We couldn't look up this website's address right now; we'll retry automatically.",
+            f"DNS lookup for {host} took longer than {policy.dns_timeout_s:g} s",
+        ) from None
+
+
 def resolve_allowed_addresses(host: str, port: int, policy: AddressRules) -> list[str]:
     """Resolve `host` once; return its addresses if every one is allowed, else raise BlockedAddressError."""
     host = host.lower().rstrip(".")
@@ -133,7 +154,7 @@ def resolve_allowed_addresses(host: str, port: int, policy: AddressRules) -> lis
         candidates = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
     else:
         try:
-            names = (policy.resolver or _system_resolve)(host, port)
+            names = _lookup(host, port, policy)
         except socket.gaierror as exc:
             if exc.errno == socket.EAI_AGAIN:
                 raise TransientFetchError(

@@ -10,6 +10,7 @@ import email.utils
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -565,3 +566,20 @@ def test_retry_after_parsing() -> None:
         60, abs=1
     )
     assert parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now=now) == 0
+
+
+def test_a_dns_lookup_that_hangs_is_a_transient_failure_after_the_timeout() -> None:
+    release = threading.Event()
+
+    def hanging_resolver(host: str, port: int) -> list[str]:
+        release.wait(10)
+        return ["127.0.0.1"]
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(TransientFetchError) as caught:
+            fetch("http://slow-dns.test/", FetchPolicy(resolver=hanging_resolver, dns_timeout_s=0.3))
+    finally:
+        release.set()
+    assert time.monotonic() - started < 3
+    assert "took longer than 0.3 s" in caught.value.detail
