@@ -76,6 +76,23 @@ def agent_create(*, workspace: Workspace, name: str) -> Agent:
         return Agent.objects.create(name=name.strip()[:200])
 
 
+def agent_delete(*, agent: Agent) -> int:
+    """Delete an agent with its sources (through source_delete, so no vector point, posting or stored
+    file is left behind), conversations and cache. Returns how many sources went with it."""
+    from retrieval import cache as semantic_cache
+    from sources.models import Source
+    from sources.services import source_delete
+
+    workspace_id, agent_id = agent.workspace_id, agent.id
+    with workspace_scope(workspace_id):
+        sources = list(Source.objects.filter(agent_id=agent_id))
+        for source in sources:
+            source_delete(source=source)
+        agent.delete()
+    semantic_cache.invalidate(workspace_id=workspace_id, agent_id=agent_id)
+    return len(sources)
+
+
 def start_conversation(*, agent: Agent, visitor_id: str = "") -> Conversation:
     with workspace_scope(agent.workspace_id):
         return Conversation.objects.create(agent=agent, visitor_id=visitor_id)

@@ -7,6 +7,7 @@ workspace reaches this view, and nothing in the request body can turn `knowledge
 from __future__ import annotations
 
 import json
+import uuid
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from agents import services
 from agents.api.views import event_stream_response
+from agents.models import Conversation
 from sources.selectors import agent_for
 from sources.tenancy import workspace_scope
 
@@ -27,13 +29,31 @@ def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
     try:
         body = json.loads(request.body or b"{}")
         message = str(body["message"]).strip()[:4000]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return JsonResponse({"message": ["This field is required."]}, status=400)
     if not message:
         return JsonResponse({"message": ["This field is required."]}, status=400)
-    conversation = services.start_conversation(agent=agent, visitor_id=f"preview:{request.user.pk}")
+    # The preview remembers its conversation like the widget does; each signed-in person has their own.
+    visitor_id = f"preview:{request.user.pk}"
+    conversation_id = body.get("conversation_id")
+    if conversation_id:
+        with workspace_scope(agent.workspace_id):
+            conversation = Conversation.objects.filter(
+                id=_uuid_or_none(conversation_id), agent=agent, visitor_id=visitor_id
+            ).first()
+        if conversation is None:
+            return JsonResponse({"detail": "No such conversation."}, status=404)
+    else:
+        conversation = services.start_conversation(agent=agent, visitor_id=visitor_id)
     with workspace_scope(agent.workspace_id):
         events = services.run_turn(
             agent=agent, conversation=conversation, user_text=message, audiences=[], show_hits=True
         )
     return event_stream_response(events)
+
+
+def _uuid_or_none(value: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None

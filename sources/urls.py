@@ -23,6 +23,7 @@ urlpatterns = [
     path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),
     path("app/agents/<int:agent_id>/test", views.agent_test, name="app-agent-test"),
     path("app/agents/<int:agent_id>/settings", views.agent_settings, name="app-agent-settings"),
+    path("app/agents/<int:agent_id>/delete", views.agent_delete, name="app-agent-delete"),
     path(
         "app/sources/<int:source_id>/reindex",
         views.source_reprocess,

@@ -121,6 +121,28 @@ def agent_new(request: HttpRequest) -> HttpResponse:
     return redirect("app-agent-sources", agent_id=agent.id)
 
 
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
+    """GET: what goes with the agent; POST: delete it, once its name is typed back."""
+    agent, membership = _agent_page(request, agent_id)
+    if not membership.can_manage:
+        return _forbidden(request)
+    with workspace_scope(agent.workspace_id):
+        sources = Source.objects.filter(agent_id=agent.id)
+        counts = {"sources": sources.count(), "chunks": sum(s.chunks_count for s in sources)}
+    error, status = "", 200
+    if request.method == "POST":
+        if request.POST.get("confirm_name", "").strip() == agent.name.strip():
+            name = agent.name
+            agent_services.agent_delete(agent=agent)
+            messages.success(request, f"Deleted {name}.")
+            return redirect("app-home")
+        error, status = f"Type {agent.name} exactly to confirm.", 400
+    context = _layout(request, membership, agent=agent, tab="settings", counts=counts, error=error)
+    return render(request, "app/agent_delete.html", context, status=status)
+
+
 # --- an agent's sources ---------------------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ from agents.models import Conversation, Message
 from agents.visitor import sign
 from sources.tenancy import workspace_scope
 from tests.agents.conftest import ORIGIN, chat, events
-from tests.conftest import index_text
+from tests.conftest import _member, index_text
 
 pytestmark = pytest.mark.django_db
 
@@ -299,9 +299,11 @@ def test_the_public_api_has_an_openapi_schema(client):
 # --- the owner's preview shows the passages ------------------------------------------------------------
 
 
-def preview(client, agent, message="How long is the kettle warranty?"):
+def preview(client, agent, message="How long is the kettle warranty?", **body):
     return client.post(
-        f"/app/agents/{agent.id}/preview/chat/stream", {"message": message}, content_type="application/json"
+        f"/app/agents/{agent.id}/preview/chat/stream",
+        {"message": message, **body},
+        content_type="application/json",
     )
 
 
@@ -312,6 +314,26 @@ def test_the_owner_preview_shows_the_retrieved_passages(client, owner, agent, kn
     assert len(hits) == 1 and hits[0]["query"] == "How long is the kettle warranty?"
     assert hits[0]["hits"][0]["title"] == "Kettle care" and "two-year warranty" in hits[0]["hits"][0]["text"]
     assert stream[-1]["type"] == "done"
+
+
+def test_the_preview_continues_its_own_conversations_only(client, owner, workspace, agent, knowledge):
+    client.force_login(owner)
+    first = events(preview(client, agent))[-1]
+    second = events(preview(client, agent, "How do I descale it?", conversation_id=first["conversation_id"]))
+    assert second[-1]["type"] == "done" and second[-1]["conversation_id"] == first["conversation_id"]
+    with workspace_scope(workspace.id):
+        conversation = Conversation.objects.get(id=first["conversation_id"])
+        users = conversation.messages.filter(role=Message.Role.USER).values_list("content", flat=True)
+        assert list(users) == ["How long is the kettle warranty?", "How do I descale it?"]
+
+    # Another admin of the same workspace cannot write into it, nor can a made-up id.
+    client.force_login(_member(workspace, "colleague", "admin"))
+    assert preview(client, agent, conversation_id=first["conversation_id"]).status_code == 404
+    assert preview(client, agent, conversation_id="not-a-uuid").status_code == 404
+    # A widget visitor's conversation is not the preview's either.
+    visitor = chat(client, agent, "How long is the kettle warranty?").json()["conversation_id"]
+    client.force_login(owner)
+    assert preview(client, agent, conversation_id=visitor).status_code == 404
 
 
 def test_a_member_cannot_preview_and_an_outsider_gets_404(client, member, outsider, agent, knowledge):

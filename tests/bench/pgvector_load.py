@@ -368,8 +368,9 @@ def load(space: PgWorkspace, store: Any, model_name: str) -> dict[str, Any]:
         cursor.execute(
             "SELECT pg_size_pretty(pg_table_size('sources_chunk')),"
             " pg_size_pretty(pg_relation_size('chunk_embedding_hnsw')),"
+            " pg_size_pretty(pg_relation_size('chunk_metadata_gin')),"
             " pg_size_pretty(pg_total_relation_size('retrieval_keywordposting'))"
         )
-        names = ("chunk_table", "hnsw_index", "postings_with_indexes")
+        names = ("chunk_table", "hnsw_index", "metadata_gin_index", "postings_with_indexes")
         figures["sizes"] = dict(zip(names, cursor.fetchone(), strict=True))
     return figures

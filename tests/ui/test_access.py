@@ -32,6 +32,7 @@ def write_requests(agent, source):
         (f"/app/sources/{source.id}/delete", {}),
         (f"/app/sources/{source.id}/reupload", {}),
         (f"/app/agents/{agent.id}/settings", {"name": "Renamed", "top_k": 3, "retrieval_mode": "inject"}),
+        (f"/app/agents/{agent.id}/delete", {"confirm_name": agent.name}),
         ("/app/agents/new", {"name": "Another agent"}),
     ]
 
@@ -52,6 +53,7 @@ def test_a_member_reads_everything_but_every_change_is_refused(client, member, a
         assert client.post(path, data).status_code == 403, path
         assert client.post(path, data, HTTP_ACCEPT="application/json").status_code == 403, path
     assert client.get(f"/app/sources/{text_source.id}/delete").status_code == 403
+    assert client.get(f"/app/agents/{agent.id}/delete").status_code == 403
 
     with workspace_scope(agent.workspace_id):
         assert Source.objects.filter(id=text_source.id, status="done").exists()
@@ -84,6 +86,7 @@ def test_another_workspace_gets_404_for_every_page_and_action(client, outsider, 
         f"/app/agents/{agent.id}/settings",
         f"/app/sources/{text_source.id}/preview",
         f"/app/sources/{text_source.id}/delete",
+        f"/app/agents/{agent.id}/delete",
     ):
         response = client.get(path)
         assert response.status_code in (404, 302), path
@@ -159,3 +162,40 @@ def test_the_model_key_is_kept_unless_replaced_or_removed(client, owner, agent):
     assert response.status_code == 200
     assert "Use between 1 and 20 passages." in response.content.decode()
     assert "Scores run from 0 to 1" in response.content.decode()
+
+
+def test_deleting_an_agent_takes_its_sources_index_and_conversations_and_nothing_else(
+    client, owner, workspace, agent, text_source
+):
+    from agents.models import Conversation
+    from agents.services import agent_create, start_conversation
+    from config.backends import vector_stores
+    from retrieval.models import KeywordPosting
+    from sources.models import Chunk
+
+    kept_agent = agent_create(workspace=workspace, name="Sales bot")
+    kept = index_text(workspace, kept_agent, "Prices", "The kettle costs forty euros.")
+    start_conversation(agent=agent)
+    client.force_login(owner)
+    page = client.get(f"/app/agents/{agent.id}/delete").content.decode()
+    assert "1 source" in page and "Type <strong>Support bot</strong> to confirm" in page
+
+    # The name must be typed back; nothing is deleted until it is.
+    refused = client.post(f"/app/agents/{agent.id}/delete", {"confirm_name": "support"})
+    assert refused.status_code == 400 and "exactly to confirm" in refused.content.decode()
+    with workspace_scope(workspace.id):
+        assert Agent.objects.filter(id=agent.id).exists()
+
+    response = client.post(f"/app/agents/{agent.id}/delete", {"confirm_name": "Support bot"})
+    assert response.status_code == 302 and response.url == "/app/"
+    with workspace_scope(workspace.id):
+        assert not Agent.objects.filter(id=agent.id).exists()
+        assert not Source.objects.filter(id=text_source.id).exists()
+        assert not Chunk.objects.filter(source_id=text_source.id).exists()
+        assert not Conversation.objects.filter(agent_id=agent.id).exists()
+        # The other agent keeps everything: rows, vectors and keyword postings.
+        kept_chunks = list(Chunk.objects.filter(source_id=kept.id).values_list("id", flat=True))
+        assert kept_chunks and KeywordPosting.objects.filter(chunk_id__in=kept_chunks).exists()
+        postings = KeywordPosting.objects
+        assert postings.count() == postings.filter(chunk_id__in=kept_chunks).count()
+    assert vector_stores["default"].count(workspace_id=workspace.id) == len(kept_chunks)

@@ -7,6 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from agents.models import Conversation, Message
 from ingestion.uploads import delete_files
 from sources.models import Membership, Source
 from sources.tenancy import workspace_scope
@@ -253,6 +254,24 @@ def test_settings_the_scope_gate_and_the_live_preview(sign_in, owner, workspace,
     expect(chat.locator(".hits-mini")).to_contain_text("Shipping")
     page.set_viewport_size({"width": 1440, "height": 1100})
     screenshot(page, "settings", full_page=False)  # the sticky save bar sits at the screen's bottom
+
+    # A follow-up continues the same conversation; "New conversation" starts another.
+    follow_up = "And is express delivery available abroad?"
+    chat.locator("input[name=message]").fill(follow_up)
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator(".bubble.bot[data-done]")).to_have_count(2, timeout=20000)
+    with workspace_scope(workspace.id):
+        conversations = list(Conversation.objects.filter(agent=agent))
+        assert len(conversations) == 1
+        users = conversations[0].messages.filter(role=Message.Role.USER).values_list("content", flat=True)
+        assert list(users) == ["How long does express delivery take?", follow_up]
+    chat.get_by_role("button", name="New conversation").click()
+    expect(chat.locator(".bubble")).to_have_count(0)
+    chat.locator("input[name=message]").fill("How long does express delivery take?")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat.locator(".bubble.bot[data-done]")).to_have_count(1, timeout=20000)
+    with workspace_scope(workspace.id):
+        assert Conversation.objects.filter(agent=agent).count() == 2
 
     # The scope gate, as Test retrieval shows it.
     page.get_by_role("link", name="Test retrieval").click()

@@ -568,6 +568,14 @@
     const log = $("[data-chat-log]", chat);
     const form = $("[data-chat-form]", chat);
     const input = form.message;
+    const emptyNote = $("[data-chat-empty]", log).cloneNode(true);
+    let conversationId = null; // follow-up questions continue the conversation, as in the widget
+
+    $("[data-chat-reset]", chat).addEventListener("click", () => {
+      conversationId = null;
+      log.replaceChildren(emptyNote.cloneNode(true));
+      input.focus();
+    });
 
     function bubble(kind, text) {
       const empty = $("[data-chat-empty]", log);
@@ -628,7 +636,7 @@
           method: "POST",
           credentials: "same-origin",
           headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRFToken": csrf() },
-          body: JSON.stringify({ message }),
+          body: JSON.stringify({ message, conversation_id: conversationId }),
         });
         if (!response.ok || !response.body) {
           answer.classList.add("error");
@@ -658,6 +666,7 @@
               answer.classList.add("error");
               answer.textContent = data.message;
             } else if (data.type === "done") {
+              conversationId = data.conversation_id;
               answer.textContent = data.answer;
               answer.dataset.done = "1";
               if (data.metadata && data.metadata.offtopic) {
