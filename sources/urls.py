@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from django.views.generic import RedirectView
 
-from sources import views
+from sources import access_views, views
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/app/", permanent=False)),
@@ -14,6 +14,16 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("app/", views.app_home, name="app-home"),
     path("app/workspace", views.workspace_switch, name="app-workspace-switch"),
+    path("app/workspace/people", access_views.workspace_page, name="app-workspace"),
+    path("app/workspace/members/add", access_views.member_add, name="app-member-add"),
+    path("app/workspace/members/<int:membership_id>/role", access_views.member_role, name="app-member-role"),
+    path(
+        "app/workspace/members/<int:membership_id>/remove",
+        access_views.member_remove,
+        name="app-member-remove",
+    ),
+    path("app/workspace/keys/new", access_views.api_key_new, name="app-api-key-new"),
+    path("app/workspace/keys/<int:key_id>/revoke", access_views.api_key_revoke, name="app-api-key-revoke"),
     path("app/agents/new", views.agent_new, name="app-agent-new"),
     path("app/agents/<int:agent_id>/", views.agent_home, name="app-agent"),
     path("app/agents/<int:agent_id>/sources", views.agent_sources, name="app-agent-sources"),

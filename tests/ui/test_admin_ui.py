@@ -337,3 +337,23 @@ def test_someone_in_two_workspaces_switches_between_them(sign_in, owner, agent, 
     page.select_option("#workspace-switch", label="Globex")
     expect(page.locator("[data-agent-card]")).to_have_text(re.compile("Globex bot"))
     expect(page.locator(".sidebar [data-role]")).to_have_text("Member")
+
+
+def test_an_owner_manages_members_and_api_keys(sign_in, owner, workspace, agent):
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user("nina", "nina@example.com", "pw-for-tests-123")
+    page = sign_in(owner)
+    page.get_by_role("link", name="Members and keys").click()
+    page.fill("input[name=identifier]", "nina@example.com")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.locator(".flash-msg")).to_contain_text("Added nina as member")
+    expect(page.locator("[data-member=nina]")).to_be_visible()
+
+    page.fill("input[name=name]", "CMS sync")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.locator("[data-new-key] [data-key]")).to_have_text(re.compile(r"^gk_\w+_"))
+    screenshot(page, "workspace")
+    page.locator("[data-key-row]").get_by_role("button", name="Revoke").click()
+    expect(page.locator("[data-key-row][data-revoked]")).to_have_count(1)
+    expect(page.locator("[data-new-key]")).to_have_count(0)
