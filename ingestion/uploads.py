@@ -116,8 +116,11 @@ def delete_files(workspace_id: int, source_id: int) -> None:
     _, files = _listdir(base)
     for name in files:
         default_storage.delete(f"{base}/{name}")
-    if hasattr(default_storage, "path"):
-        shutil.rmtree(default_storage.path(base), ignore_errors=True)
+    try:
+        local = default_storage.path(base)
+    except NotImplementedError:
+        return  # object storage (S3) has no folders to remove once the files are gone
+    shutil.rmtree(local, ignore_errors=True)
 
 
 def _listdir(base: str) -> tuple[list[str], list[str]]:
