@@ -48,6 +48,8 @@ METRICS: dict[str, tuple[str, str, str]] = {
 EF_SEARCH_STEPS = ((500_000, 200), (0, 100))
 #: How long a process trusts its estimate of the table's size.
 TABLE_SIZE_TTL = 300.0
+#: Up to this many chunks passing a filter, a filtered keyword search ranks them by id (see _rank_filtered).
+FILTERED_IDS_CAP = 10_000
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -346,11 +348,42 @@ class PgVectorStore(VectorStore):
                 passing = {row[0] for row in cursor.fetchall()}
                 rows = [(cid, score) for cid, score in ranked if cid in passing][:top_k]
                 if len(rows) < top_k and len(ranked) == candidates:
-                    # Too few passed among the candidates: rank the filtered chunks themselves.
-                    sql = self._keyword_sql(filtered=True, chunk_ids=chunk_ids, where=where)
-                    cursor.execute(sql, {**params, "limit": top_k})
-                    rows = cursor.fetchall()
+                    rows = self._rank_filtered(cursor, params, where, filter_params, chunk_ids, top_k)
             return [VectorHit(chunk_id=cid, score=min(1.0, float(score))) for cid, score in rows]
+
+    def _rank_filtered(
+        self,
+        cursor: Any,
+        params: dict[str, Any],
+        where: str,
+        filter_params: dict[str, Any],
+        chunk_ids: list[str] | None,
+        top_k: int,
+    ) -> list[tuple[str, float]]:
+        """Too few of the best chunks passed the filter, so it passes few chunks (a small agent, a rare
+        audience): rank those chunks themselves. When they are few enough, their ids (read through the
+        metadata GIN index) restrict the postings scan; joining every posting of the query's terms to
+        its chunk instead took 63 ms p50 / 203 ms p95 for a 2,000-chunk agent at 1M chunks."""
+        cursor.execute(
+            f"SELECT c.id::text FROM sources_chunk c WHERE c.workspace_id = %(workspace)s{where}"
+            " LIMIT %(cap)s",
+            {**filter_params, "workspace": params["workspace"], "cap": FILTERED_IDS_CAP + 1},
+        )
+        allowed = [row[0] for row in cursor.fetchall()]
+        if len(allowed) <= FILTERED_IDS_CAP:
+            if chunk_ids is not None:
+                given = set(chunk_ids)
+                allowed = [cid for cid in allowed if cid in given]
+            if not allowed:
+                return []
+            cursor.execute(
+                self._keyword_sql(filtered=False, chunk_ids=allowed),
+                {**params, "ids": allowed, "limit": top_k},
+            )
+        else:
+            sql = self._keyword_sql(filtered=True, chunk_ids=chunk_ids, where=where)
+            cursor.execute(sql, {**params, "limit": top_k})
+        return cursor.fetchall()
 
     @staticmethod
     def _keyword_sql(*, filtered: bool, chunk_ids: list[str] | None, where: str = "") -> str:

@@ -148,3 +148,26 @@ def test_ensure_index_gives_the_build_its_memory(workspace):
     with connection.execute_wrapper(record):
         store.ensure_index()
     assert seen == ["300MB"]
+
+
+@pytest.mark.parametrize("cap", [10_000, 0], ids=["by-ids", "by-join"])
+def test_a_filter_few_chunks_pass_ranks_them_by_either_path(workspace, agent, monkeypatch, cap):
+    from retrieval.stores import pgvector
+
+    monkeypatch.setattr(pgvector, "FILTERED_IDS_CAP", cap)
+    store = PgVectorStore()
+    corpus = Corpus(store, workspace, agent)
+    strong = [corpus.add(f"alpha alpha alpha note {i}", random_vector(i), lang="en") for i in range(210)]
+    rare = corpus.add("alpha and a lot of other words that dilute this match", random_vector(900), lang="de")
+    corpus.add("nothing about the query here", random_vector(901), lang="de")
+
+    def search(**extra):
+        hits = store.keyword_search(
+            workspace_id=workspace.id, terms=term_counts("alpha"), top_k=3, filters={"lang": "de"}, **extra
+        )
+        return [h.chunk_id for h in hits]
+
+    assert search() == [rare]
+    # Restricted to given chunks (hybrid search's cross-scoring), the same, within those chunks.
+    assert search(chunk_ids=[*strong, rare]) == [rare]
+    assert search(chunk_ids=strong) == []
