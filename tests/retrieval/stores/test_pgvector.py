@@ -171,3 +171,33 @@ def test_a_filter_few_chunks_pass_ranks_them_by_either_path(workspace, agent, mo
     # Restricted to given chunks (hybrid search's cross-scoring), the same, within those chunks.
     assert search(chunk_ids=[*strong, rare]) == [rare]
     assert search(chunk_ids=strong) == []
+
+
+def test_keyword_counts_stay_true_through_new_chunks_rewrites_and_deletes(workspace, agent):
+    store = PgVectorStore()
+    corpus = Corpus(store, workspace, agent)
+    a = corpus.add("one two three", random_vector(1))
+    corpus.add("four five", random_vector(2))
+
+    def counts():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT chunk_count, total_length FROM retrieval_keywordstats WHERE workspace_id = %s",
+                [workspace.id],
+            )
+            stats = cursor.fetchone()
+            cursor.execute(
+                "SELECT count(*) FROM retrieval_keywordposting WHERE workspace_id = %s", [workspace.id]
+            )
+            return (*stats, cursor.fetchone()[0])
+
+    assert counts() == (2, 5, 5)
+    # A chunk written again replaces its postings; its old length leaves the total.
+    store.upsert(
+        workspace_id=workspace.id,
+        records=[VectorRecord(chunk_id=a, vector=random_vector(3), metadata={}, terms=term_counts("six"))],
+        model_name=MODEL,
+    )
+    assert counts() == (2, 3, 3)
+    store.delete(workspace_id=workspace.id, chunk_ids=[a])
+    assert counts() == (1, 2, 2)
