@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from django.db.models import Q
 
 from config.backends import embedders, vector_stores
@@ -80,6 +81,11 @@ class Command(BaseCommand):
             built = time.monotonic()
             store.ensure_index()
             self.stdout.write(f"Vector index rebuilt in {time.monotonic() - built:.0f} s.")
+            # Filter plans (HNSW or the metadata index) follow the planner's statistics; after a bulk
+            # rewrite they are stale until autovacuum gets to them, so refresh them now.
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE sources_chunk")
+                cursor.execute("ANALYZE retrieval_keywordposting")
         seconds = time.monotonic() - started
         self.stdout.write(f"Reindexed {len(marked)} sources in {seconds:.0f} s ({skipped} busy, left alone).")
 
