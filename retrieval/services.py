@@ -94,16 +94,20 @@ def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = 
     )
 
 
-def stale_embeddings(*, workspace_id: int) -> int:
-    """Chunks embedded by another model than the configured one. Searches never mix vector spaces
-    (they match the model name), so these chunks are invisible to vector search until reindexed."""
+def embedded_by_another_model() -> Q:
+    """Chunks whose vector came from another model than the configured one. Written as "< current or
+    > current": two range scans of the (workspace, embedding_model) index rather than a scan of the
+    workspace. Chunks not embedded yet have no model and are not counted."""
     current = embedders["default"].model_name
+    return (Q(embedding_model__lt=current) | Q(embedding_model__gt=current)) & ~Q(embedding_model="")
+
+
+def stale_embeddings(*, workspace_id: int) -> int:
+    """How many chunks another model embedded. Searches never mix vector spaces (they match the model
+    name), so these chunks are invisible to vector search until reindexed. Every search asks this, so
+    the count only runs when one exists."""
     with workspace_scope(workspace_id):
-        # Every search asks this, so it must not scan the workspace: "< current or > current" are two
-        # range scans of the (workspace, embedding_model) index, and the count only runs when one hits.
-        others = Chunk.objects.filter(
-            Q(embedding_model__lt=current) | Q(embedding_model__gt=current)
-        ).exclude(embedding_model="")
+        others = Chunk.objects.filter(embedded_by_another_model())
         return others.count() if others.exists() else 0
 
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
-from django.db.models import Q
 
-from config.backends import embedders, vector_stores
+from config.backends import vector_stores
 from ingestion.services import source_index_now, source_reindex
+from retrieval.services import embedded_by_another_model
 from retrieval.stores.pgvector import PgVectorStore
 from sources.models import Chunk, Source, Workspace
 from sources.tenancy import workspace_scope
@@ -94,11 +94,6 @@ class Command(BaseCommand):
         with workspace_scope(workspace_id):
             sources = Source.objects.order_by("id")
             if stale_only:
-                current = embedders["default"].model_name
-                stale = (
-                    Chunk.objects.filter(Q(embedding_model__lt=current) | Q(embedding_model__gt=current))
-                    .exclude(embedding_model="")
-                    .values("source_id")
-                )
+                stale = Chunk.objects.filter(embedded_by_another_model()).values("source_id")
                 sources = sources.filter(id__in=stale)
             return list(sources)
