@@ -115,6 +115,19 @@ def _empty_cache(request):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _remove_test_media():
+    """Each run stores uploads in its own media folder (config/settings/test.py); none is of use once
+    the run is over. The worker's log stays, for a run that failed."""
+    yield
+    import shutil
+
+    from django.conf import settings
+
+    if settings.configured:
+        shutil.rmtree(settings.MEDIA_ROOT, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker):
     """A real Celery worker process consuming both queues, on the test database and test Redis."""
