@@ -3,6 +3,8 @@ admins change it (sources.access holds the rules). Rows of another workspace ans
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -51,18 +53,29 @@ def workspace_page(request: HttpRequest) -> HttpResponse:
     return _page(request, _membership(request))
 
 
+def _change(
+    request: HttpRequest, actor: Membership, change: Callable[[], str], to: str = "app-workspace"
+) -> HttpResponse:
+    """Run a change from sources.access; it returns what to tell the person, or refuses."""
+    try:
+        done = change()
+    except access.AccessError as exc:
+        return _refused(request, actor, exc)
+    messages.success(request, done)
+    return redirect(to)
+
+
 @login_required
 @require_POST
 def member_add(request: HttpRequest) -> HttpResponse:
     actor = _membership(request)
-    try:
-        added = access.member_add(
-            actor=actor, identifier=request.POST.get("identifier", ""), role=request.POST.get("role", "")
-        )
-    except access.AccessError as exc:
-        return _refused(request, actor, exc)
-    messages.success(request, f"Added {added.user.username} as {added.get_role_display().lower()}.")
-    return redirect("app-workspace")
+
+    def add() -> str:
+        identifier, role = request.POST.get("identifier", ""), request.POST.get("role", "")
+        added = access.member_add(actor=actor, identifier=identifier, role=role)
+        return f"Added {added.user.username} as {added.get_role_display().lower()}."
+
+    return _change(request, actor, add)
 
 
 def _member(actor: Membership, membership_id: int) -> Membership:
@@ -78,12 +91,13 @@ def _member(actor: Membership, membership_id: int) -> Membership:
 def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     actor = _membership(request)
     member = _member(actor, membership_id)
-    try:
-        access.member_set_role(actor=actor, membership=member, role=request.POST.get("role", ""))
-    except access.AccessError as exc:
-        return _refused(request, actor, exc)
-    messages.success(request, f"{member.user.username} is now {request.POST['role']}.")
-    return redirect("app-workspace")
+    role = request.POST.get("role", "")
+
+    def set_role() -> str:
+        access.member_set_role(actor=actor, membership=member, role=role)
+        return f"{member.user.username} is now {role}."
+
+    return _change(request, actor, set_role)
 
 
 @login_required
@@ -91,12 +105,13 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
 def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     actor = _membership(request)
     member = _member(actor, membership_id)
-    try:
+
+    def remove() -> str:
         access.member_remove(actor=actor, membership=member)
-    except access.AccessError as exc:
-        return _refused(request, actor, exc)
-    messages.success(request, f"Removed {member.user.username} from the workspace.")
-    return redirect("app-workspace" if member.id != actor.id else "app-home")
+        return f"Removed {member.user.username} from the workspace."
+
+    # Someone who removed themselves can no longer see this page.
+    return _change(request, actor, remove, to="app-workspace" if member.id != actor.id else "app-home")
 
 
 @login_required
@@ -121,9 +136,9 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
         api_key = ApiKey.objects.filter(id=key_id).first()
     if api_key is None:
         raise Http404("No such key.")
-    try:
+
+    def revoke() -> str:
         access.api_key_revoke(actor=actor, api_key=api_key)
-    except access.AccessError as exc:
-        return _refused(request, actor, exc)
-    messages.success(request, f"Revoked the key {api_key.name} (gk_{api_key.prefix}_…).")
-    return redirect("app-workspace")
+        return f"Revoked the key {api_key.name} (gk_{api_key.prefix}_…)."
+
+    return _change(request, actor, revoke)

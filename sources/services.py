@@ -105,6 +105,24 @@ class UploadTooLarge(Exception):
         self.message = message
 
 
+def check_upload_size(upload: Any) -> None:
+    """The per-file limits, checked before anything is stored."""
+    from django.conf import settings
+
+    limit = settings.UPLOAD_MAX_FILE_BYTES
+    if upload.size > limit:
+        raise UploadTooLarge(
+            f"{upload.name} is {human_size(upload.size)}; the limit per file is {human_size(limit)}."
+        )
+    if upload.size == 0:
+        raise KindError({"file": [f"{upload.name} is empty."]})
+
+
+def upload_filename(upload: Any) -> str:
+    """The file's own name, never a path: it is shown to people, not used to store the file."""
+    return (upload.name or "file").replace("\\", "/").rsplit("/", 1)[-1][:200]
+
+
 def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: str = "") -> list[Source]:
     """One upload source per file. Limits are checked before anything is stored."""
     from django.conf import settings
@@ -115,14 +133,8 @@ def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: st
         raise KindError({"file": ["Attach at least one file."]})
     if len(files) > settings.UPLOAD_MAX_FILES_PER_REQUEST:
         raise KindError({"file": [f"At most {settings.UPLOAD_MAX_FILES_PER_REQUEST} files at once."]})
-    limit = settings.UPLOAD_MAX_FILE_BYTES
     for upload in files:
-        if upload.size > limit:
-            raise UploadTooLarge(
-                f"{upload.name} is {human_size(upload.size)}; the limit per file is {human_size(limit)}."
-            )
-        if upload.size == 0:
-            raise KindError({"file": [f"{upload.name} is empty."]})
+        check_upload_size(upload)
     with workspace_scope(workspace.id):
         agent = Agent.objects.filter(id=agent_id).first() if str(agent_id).isdigit() else None
         if agent is None:
@@ -137,7 +149,7 @@ def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: st
         created = []
         with transaction.atomic():
             for upload in files:
-                filename = (upload.name or "file").replace("\\", "/").rsplit("/", 1)[-1][:200]
+                filename = upload_filename(upload)
                 source = Source.objects.create(
                     agent=agent,
                     kind="upload",

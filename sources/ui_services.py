@@ -18,7 +18,6 @@ from django.utils.timesince import timesince
 from agents.models import Agent
 from sources.kinds import CRAWLED_KINDS, KindError
 from sources.models import ACTIVE_STATUSES, Source, Status, Workspace
-from sources.services import human_size
 from sources.tenancy import workspace_scope
 
 KIND_LABELS = {
@@ -208,29 +207,19 @@ def discover_pages(domain: str) -> list[dict[str, Any]]:
 
 
 def upload_replace(*, source: Source, upload: UploadedFile) -> None:
-    """Store a new original for an upload source whose stored text is gone, then index it again.
-
-    Belongs in sources/services.py (beside upload_create, whose limits it applies).
-    """
+    """Store a new original for an upload source whose stored text is gone, then index it again."""
     from ingestion.services import source_reindex
     from ingestion.uploads import delete_files, store_original
-    from sources.services import UploadTooLarge
+    from sources.services import check_upload_size, upload_filename
 
     if source.kind != "upload":
         raise KindError({"file": ["Only file sources can be uploaded again."]})
     if source.status in ACTIVE_STATUSES:
         raise KindError({"file": ["This file is being processed; wait until it has finished."]})
-    limit = settings.UPLOAD_MAX_FILE_BYTES
-    if upload.size > limit:
-        raise UploadTooLarge(
-            f"{upload.name} is {human_size(upload.size)}; the limit per file is {human_size(limit)}."
-        )
-    if upload.size == 0:
-        raise KindError({"file": [f"{upload.name} is empty."]})
+    check_upload_size(upload)
     with workspace_scope(source.workspace_id):
         delete_files(source.workspace_id, source.id)  # stale segments must not be read back
-        filename = (upload.name or "file").replace("\\", "/").rsplit("/", 1)[-1][:200]
-        source.config = {"filename": filename, "size": upload.size}
+        source.config = {"filename": upload_filename(upload), "size": upload.size}
         path, digest = store_original(source, upload)
         source.config.update(storage_path=path, sha256=digest)
         Source.objects.filter(id=source.id).update(config=source.config, error="", error_detail="")

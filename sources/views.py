@@ -13,6 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -129,8 +131,9 @@ def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     if not membership.can_manage:
         return _forbidden(request)
     with workspace_scope(agent.workspace_id):
-        sources = Source.objects.filter(agent_id=agent.id)
-        counts = {"sources": sources.count(), "chunks": sum(s.chunks_count for s in sources)}
+        counts = Source.objects.filter(agent_id=agent.id).aggregate(
+            sources=Count("id"), chunks=Coalesce(Sum("chunks_count"), 0)
+        )
     error, status = "", 200
     if request.method == "POST":
         if request.POST.get("confirm_name", "").strip() == agent.name.strip():

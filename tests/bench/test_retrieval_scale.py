@@ -175,6 +175,14 @@ def plan_of(
     return " / ".join(node.removeprefix("->  ") for node in nodes)
 
 
+def vector_ids(store: Any, workspace_id: int, query: Query, model_name: str, **search: Any) -> list[str]:
+    """The store's top 10 for a query's vector, as chunk ids."""
+    hits = store.search(
+        workspace_id=workspace_id, vector=query.vector, top_k=TOP_K, model_name=model_name, **search
+    )
+    return [h.chunk_id for h in hits]
+
+
 def statement_times(search: Callable[[Query], Any], queries: list[Query]) -> dict[str, float]:
     """Where a search's time goes: mean milliseconds per SQL statement kind over the queries."""
     from django.db import connection
@@ -202,10 +210,7 @@ def measure_queries(
     from retrieval import services
 
     def ids(searched: Any, query: Query, **search: Any) -> list[str]:
-        hits = searched.search(
-            workspace_id=workspace_id, vector=query.vector, top_k=TOP_K, model_name=model_name, **search
-        )
-        return [h.chunk_id for h in hits]
+        return vector_ids(searched, workspace_id, query, model_name, **search)
 
     def vector(query: Query, **search: Any) -> list[str]:
         return ids(store, query, **search)
@@ -261,9 +266,7 @@ def measure_small_agent(
     workspace_id, filters = space.workspace.id, {"agent_id": space.small_agent.id}
 
     def vector(query: Query) -> list[str]:
-        search = {"top_k": TOP_K, "model_name": model_name, "filters": filters}
-        hits = store.search(workspace_id=workspace_id, vector=query.vector, **search)
-        return [h.chunk_id for h in hits]
+        return vector_ids(store, workspace_id, query, model_name, filters=filters)
 
     def exact(query: Query) -> list[str]:
         with exact_search():

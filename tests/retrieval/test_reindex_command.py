@@ -12,8 +12,7 @@ from config.backends import embedders
 from retrieval.services import SearchParams, search_passages, stale_embeddings
 from sources.models import Chunk, Source, Status
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
-from tests.retrieval.stores.test_pgvector import check_deferred_constraints
+from tests.conftest import check_deferred_constraints, index_text
 
 pytestmark = pytest.mark.django_db
 

@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from retrieval.keyword import term_counts
 from retrieval.stores.base import VectorRecord
 from retrieval.stores.pgvector import PgVectorStore, ef_search_for, vector_literal
+from tests.conftest import check_deferred_constraints
 from tests.retrieval.stores.test_contract import MODEL, Corpus
 
 pytestmark = pytest.mark.django_db
@@ -101,13 +102,6 @@ def test_search_sets_ef_search_from_the_table_size_unless_it_is_fixed(workspace,
         )
     # A test table is small: the first step; a fixed value wins; never fewer than top_k.
     assert seen == [100, 321, 50]
-
-
-def check_deferred_constraints() -> None:
-    """The test's rows are in an open transaction whose foreign keys are checked at commit; PostgreSQL
-    will not build an index on a table with such checks pending (a real build runs on its own)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 def index_names() -> set[str]:
