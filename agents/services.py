@@ -25,6 +25,7 @@ from agents.llm.local import extractive_answer
 from agents.llm.openai import OpenAIChatModel
 from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
+from ingestion.kinds.registry import get_kind
 from retrieval.services import Passage, SearchParams, search_passages
 from retrieval.stores.base import InvalidFilter
 from sources.models import Workspace
@@ -32,7 +33,6 @@ from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
 
-URL_KINDS = {"url", "sitemap", "feed", "auto"}
 HISTORY_MESSAGES = 10
 MAX_TOOL_ROUNDS = 3
 SEARCH_TOOL = {
@@ -79,9 +79,9 @@ def agent_create(*, workspace: Workspace, name: str) -> Agent:
 def agent_delete(*, agent: Agent) -> int:
     """Delete an agent with its sources (through source_delete, so no vector point, posting or stored
     file is left behind), conversations and cache. Returns how many sources went with it."""
+    from ingestion.lifecycle import source_delete
     from retrieval import cache as semantic_cache
     from sources.models import Source
-    from sources.services import source_delete
 
     workspace_id, agent_id = agent.workspace_id, agent.id
     with workspace_scope(workspace_id):
@@ -106,9 +106,9 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
     from django.conf import settings
     from django.core.cache import cache
 
-    from sources.kinds import KindError
-    from sources.models import Source
-    from sources.services import source_create
+    from ingestion.kinds.auto import AutoKind, visited_page_known
+    from ingestion.kinds.base import KindError
+    from ingestion.lifecycle import source_create
 
     parts = urlsplit(page_url)
     origin = f"{parts.scheme}://{parts.netloc}"
@@ -116,7 +116,7 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
         return False
     url = page_url.split("#", 1)[0]
     with workspace_scope(agent.workspace_id):
-        if Source.objects.filter(agent=agent, kind="auto", config__url=url).exists():
+        if visited_page_known(agent_id=agent.id, url=url):
             return False
         budget_key = f"auto-sources:{agent.workspace_id}:{agent.id}:{int(timezone.now().timestamp() // 3600)}"
         cache.add(budget_key, 0, timeout=3700)
@@ -124,7 +124,11 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
             return False
         try:
             source_create(
-                workspace=agent.workspace, agent_id=agent.id, kind="auto", title="", payload={"url": url}
+                workspace=agent.workspace,
+                agent_id=agent.id,
+                kind=AutoKind.name,
+                title="",
+                payload={"url": url},
             )
         except KindError:
             return False  # e.g. a page on a private address
@@ -348,7 +352,7 @@ def _sources(turn: TurnContext, answer: str) -> list[dict]:
 
 
 def _link(passage: Passage) -> str | None:
-    return passage.url if passage.source_kind in URL_KINDS and passage.url else None
+    return passage.url if passage.url and get_kind(passage.source_kind).cites_urls else None
 
 
 def _history(conversation: Conversation) -> list[dict]:

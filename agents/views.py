@@ -16,8 +16,8 @@ from django.views.decorators.http import require_POST
 from agents import services
 from agents.api.views import event_stream_response
 from agents.models import Conversation
-from sources.selectors import agent_for
 from sources.tenancy import workspace_scope
+from sources.web.lookups import agent_for
 
 
 @login_required

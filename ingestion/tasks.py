@@ -1,7 +1,8 @@
 """Celery tasks: thin wrappers that load a row by id, in its workspace scope, and call one service.
 
 Routing (crawl_* on `crawl`, index_* on `index`), acks_late, prefetch and time limits live in
-settings. Retries are decided by ingestion.crawling by failure class; the task only schedules them.
+settings. Retries are decided by ingestion.pages by failure class; the task only schedules them. What a
+source's ingestion means is its kind's (ingestion/kinds/); new work is queued by ingestion.lifecycle.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
-from ingestion import crawling, hostlimit, services
+from ingestion import indexing, lifecycle, pages, sweeper
+from ingestion.crawl import hosts
+from ingestion.kinds.registry import get_kind
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 
@@ -22,22 +25,21 @@ def index_source(*, workspace_id: int, source_id: int) -> None:
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             return  # deleted while queued
-        services.source_index(source=source)
+        get_kind(source.kind).index(source=source)
 
 
+# The same work with the parser's longer time limit: a file is parsed in the task.
 @shared_task(
     acks_late=True,
     soft_time_limit=settings.UPLOAD_TASK_TIME_LIMIT,
     time_limit=settings.UPLOAD_TASK_TIME_LIMIT + 60,
 )
 def index_upload(*, workspace_id: int, source_id: int) -> None:
-    from ingestion.uploads import upload_index
-
     with workspace_scope(workspace_id):
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             return
-        upload_index(source=source)
+        get_kind(source.kind).index(source=source)
 
 
 @shared_task(acks_late=True)
@@ -46,15 +48,9 @@ def crawl_source(*, workspace_id: int, source_id: int) -> None:
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             return
-        document_ids = crawling.source_expand(source=source)
-        # One job per page, staggered so a big sitemap does not hit the site all at once.
-        stagger = settings.CRAWL_STAGGER_SECONDS
-        for i, document_id in enumerate(document_ids):
-            crawl_page.apply_async(
-                kwargs={"workspace_id": workspace_id, "document_id": document_id},
-                countdown=i * stagger if stagger else None,
-            )
-        services.source_refresh_status(source_id=source_id)
+        document_ids = pages.source_expand(source=source)
+        lifecycle.queue_page_jobs(workspace_id=workspace_id, document_ids=document_ids)
+        indexing.source_refresh_status(source_id=source_id)
 
 
 @shared_task(
@@ -69,7 +65,7 @@ def crawl_page(
         document = Document.objects.filter(id=document_id).first()
         if document is None:
             return
-        slot = hostlimit.acquire(document.url)
+        slot = hosts.acquire(document.url)
         if not slot and waits < settings.CRAWL_MAX_HOST_WAITS:
             # The host is busy with other pages of ours: wait a moment; this spends no attempt.
             crawl_page.apply_async(
@@ -84,13 +80,13 @@ def crawl_page(
             )
             return
         try:
-            outcome = crawling.document_crawl(document=document, attempt=attempt, requeues=requeues)
+            outcome = pages.document_crawl(document=document, attempt=attempt, requeues=requeues)
         except SoftTimeLimitExceeded:
-            crawling.page_timed_out(document=document)
-            outcome = crawling.PageOutcome()
+            pages.page_timed_out(document=document)
+            outcome = pages.PageOutcome()
         finally:
             if slot:
-                hostlimit.release(document.url)
+                hosts.release(document.url)
         following = {"workspace_id": workspace_id, "document_id": document_id}
         if outcome.retry_in is not None:
             crawl_page.apply_async(
@@ -103,7 +99,7 @@ def crawl_page(
             )
         elif outcome.index:
             transaction.on_commit(lambda: index_document.delay(**following))
-        services.source_refresh_status(source_id=document.source_id)
+        indexing.source_refresh_status(source_id=document.source_id)
 
 
 @shared_task(acks_late=True)
@@ -112,10 +108,10 @@ def index_document(*, workspace_id: int, document_id: int) -> None:
         document = Document.objects.filter(id=document_id).first()
         if document is None:
             return
-        services.document_index(document=document)
-        services.source_refresh_status(source_id=document.source_id)
+        indexing.document_index(document=document)
+        indexing.source_refresh_status(source_id=document.source_id)
 
 
 @shared_task(acks_late=True)
 def crawl_sweep_stalled() -> dict[str, int]:
-    return crawling.sweep_stalled()
+    return sweeper.sweep_stalled()

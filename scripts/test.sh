@@ -16,4 +16,6 @@ if [ "$(cat .venv/.reference-sha256 2>/dev/null)" != "$ref_sum" ]; then
   echo "$ref_sum" >.venv/.reference-sha256
 fi
 .venv/bin/ruff check .
+# Dependencies point down only: the contracts in pyproject.toml ([tool.importlinter]).
+.venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
 .venv/bin/python -m pytest "$@"

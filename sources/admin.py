@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from ingestion import lifecycle
 from sources.models import ACTIVE_STATUSES, ApiKey, Chunk, Document, Membership, Source, Workspace
 
 
@@ -43,17 +44,13 @@ class ApiKeyAdmin(UnscopedAdmin):
 
 @admin.action(description="Reindex (chunk and embed again from what is kept)")
 def reindex(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
-    from ingestion.services import source_reindex
-
-    started = sum(source_reindex(source=source) for source in queryset)
+    started = sum(lifecycle.source_reindex(source=source) for source in queryset)
     modeladmin.message_user(request, f"Reindexing {started} of {queryset.count()} sources.")
 
 
 @admin.action(description="Recrawl (web sources)")
 def recrawl(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
-    from ingestion.crawling import source_recrawl
-
-    started = sum(source_recrawl(source=source) for source in queryset)
+    started = sum(lifecycle.source_recrawl(source=source) for source in queryset)
     modeladmin.message_user(
         request, f"Recrawling {started} of {queryset.count()} sources (web sources only)."
     )
@@ -61,19 +58,15 @@ def recrawl(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QueryS
 
 @admin.action(description="Cancel work in progress (marks pending and running pages failed)")
 def cancel(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
-    from ingestion.services import source_cancel
-
-    cancelled = sum(source_cancel(source=source, by=str(request.user)) for source in queryset)
+    cancelled = sum(lifecycle.source_cancel(source=source, by=str(request.user)) for source in queryset)
     modeladmin.message_user(request, f"Cancelled {cancelled} sources.")
 
 
 @admin.action(description="Delete with chunks, vector points and stored files")
 def delete_everywhere(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
-    from sources.services import source_delete
-
     count = 0
     for source in queryset:
-        source_delete(source=source)
+        lifecycle.source_delete(source=source)
         count += 1
     modeladmin.message_user(request, f"Deleted {count} sources.", messages.SUCCESS)
 
@@ -103,9 +96,7 @@ class SourceAdmin(UnscopedAdmin):
         return actions
 
     def delete_model(self, request: HttpRequest, obj: Source) -> None:
-        from sources.services import source_delete
-
-        source_delete(source=obj)
+        lifecycle.source_delete(source=obj)
 
     def get_urls(self) -> list:
         stuck = path("stuck/", self.admin_site.admin_view(self.stuck_view), name="sources_source_stuck")

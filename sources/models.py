@@ -101,8 +101,11 @@ class Source(TenantModel):
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=20)
     title = models.CharField(max_length=300)
-    # Kind-specific settings, validated by the pydantic model registered for the kind (sources/kinds.py).
+    # What the user set, validated by the kind's config model (ingestion/kinds/<kind>.py).
     config = models.JSONField(default=dict, blank=True)
+    # What ingestion found out and keeps for next time (a file's size and storage path, counters); never
+    # set by users.
+    state = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.CharField(max_length=500, blank=True, help_text="What went wrong, written for people.")
     error_detail = models.TextField(blank=True, help_text="The raw upstream error, for operators.")

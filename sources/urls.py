@@ -2,7 +2,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from django.views.generic import RedirectView
 
-from sources import access_views, views
+from sources.web.views import access as access_views
+from sources.web.views import agents as agent_views
+from sources.web.views import sources as views
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/app/", permanent=False)),
@@ -12,8 +14,8 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("app/", views.app_home, name="app-home"),
-    path("app/workspace", views.workspace_switch, name="app-workspace-switch"),
+    path("app/", agent_views.app_home, name="app-home"),
+    path("app/workspace", agent_views.workspace_switch, name="app-workspace-switch"),
     path("app/workspace/people", access_views.workspace_page, name="app-workspace"),
     path("app/workspace/members/add", access_views.member_add, name="app-member-add"),
     path("app/workspace/members/<int:membership_id>/role", access_views.member_role, name="app-member-role"),
@@ -24,16 +26,16 @@ urlpatterns = [
     ),
     path("app/workspace/keys/new", access_views.api_key_new, name="app-api-key-new"),
     path("app/workspace/keys/<int:key_id>/revoke", access_views.api_key_revoke, name="app-api-key-revoke"),
-    path("app/agents/new", views.agent_new, name="app-agent-new"),
-    path("app/agents/<int:agent_id>/", views.agent_home, name="app-agent"),
+    path("app/agents/new", agent_views.agent_new, name="app-agent-new"),
+    path("app/agents/<int:agent_id>/", agent_views.agent_home, name="app-agent"),
     path("app/agents/<int:agent_id>/sources", views.agent_sources, name="app-agent-sources"),
     path("app/agents/<int:agent_id>/sources.json", views.agent_sources_json, name="app-agent-sources-json"),
     path("app/agents/<int:agent_id>/sources/add", views.source_add, name="app-source-add"),
     path("app/agents/<int:agent_id>/discover", views.discover, name="app-discover"),
     path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),
-    path("app/agents/<int:agent_id>/test", views.agent_test, name="app-agent-test"),
-    path("app/agents/<int:agent_id>/settings", views.agent_settings, name="app-agent-settings"),
-    path("app/agents/<int:agent_id>/delete", views.agent_delete, name="app-agent-delete"),
+    path("app/agents/<int:agent_id>/test", agent_views.agent_test, name="app-agent-test"),
+    path("app/agents/<int:agent_id>/settings", agent_views.agent_settings, name="app-agent-settings"),
+    path("app/agents/<int:agent_id>/delete", agent_views.agent_delete, name="app-agent-delete"),
     path(
         "app/sources/<int:source_id>/reindex",
         views.source_reprocess,

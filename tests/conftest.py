@@ -215,9 +215,9 @@ def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2):
 
 def index_text(workspace, agent, title: str, content: str):
     """Create a text source and index it in this process (the worker path is tested on its own)."""
-    from ingestion.services import source_index
+    from ingestion.indexing import source_index
+    from ingestion.lifecycle import source_create
     from sources.models import Source
-    from sources.services import source_create
     from sources.tenancy import workspace_scope
 
     with workspace_scope(workspace.id):

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ingestion.safety import FetchPolicy
+from ingestion.crawl.fetch import FetchPolicy
 
 
 class StrategyUnavailable(RuntimeError):

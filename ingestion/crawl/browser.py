@@ -20,7 +20,7 @@ import httpx
 
 from ingestion.crawl.base import FetchedPage, StrategyUnavailable
 from ingestion.crawl.errors import error_for_status
-from ingestion.safety import (
+from ingestion.crawl.fetch import (
     BlockedAddressError,
     FetchError,
     FetchPolicy,

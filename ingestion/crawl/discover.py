@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from lxml import html as lxml_html
 
+from ingestion.crawl.extract import looks_like_not_found
+from ingestion.crawl.fetch import FetchError, FetchPolicy, FetchResult, fetch
 from ingestion.crawl.robots import get_robots
 from ingestion.crawl.sitemap import DEFAULT_MAX_PAGES, SitemapNotFoundError, fetch_sitemap
 from ingestion.crawl.urls import normalize_url, site_root
-from ingestion.extract import looks_like_not_found
-from ingestion.safety import FetchError, FetchPolicy, FetchResult, fetch
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Any
 import feedparser
 
 from ingestion.crawl.decoding import decompress_sniffed
+from ingestion.crawl.fetch import FetchPolicy, PermanentFetchError, fetch
 from ingestion.crawl.urls import normalize_url
-from ingestion.safety import FetchPolicy, PermanentFetchError, fetch
 
 MAX_DECODED_BYTES = 50 * 1024 * 1024
 FEED_ACCEPT = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ingestion.crawl.base import FetchedPage
-from ingestion.safety import FetchPolicy, fetch
+from ingestion.crawl.fetch import FetchPolicy, fetch
 
 HTML_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from protego import Protego
 
+from ingestion.crawl.fetch import BOT_NAME, FetchPolicy, PermanentFetchError, fetch
 from ingestion.crawl.urls import site_root
-from ingestion.safety import BOT_NAME, FetchPolicy, PermanentFetchError, fetch
 
 ROBOTS_MAX_BYTES = 512 * 1024  # Google reads the first 500 KiB and ignores the rest
 CACHE_SECONDS = 3600.0

@@ -18,9 +18,9 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
 from ingestion.crawl.decoding import decompress_sniffed
+from ingestion.crawl.fetch import FetchError, FetchPolicy, PermanentFetchError, fetch
 from ingestion.crawl.robots import get_robots
 from ingestion.crawl.urls import normalize_url, site_root
-from ingestion.safety import FetchError, FetchPolicy, PermanentFetchError, fetch
 
 DEFAULT_MAX_PAGES = 500
 MAX_SITEMAPS = 50  # sitemap files read per source, indexes included
@@ -80,20 +80,20 @@ def parse_sitemap(body: bytes, base_url: str) -> tuple[list[str], list[str]]:
         ) from exc
     except (ParseError, ValueError) as exc:
         return _recover(body, base_url, f"{type(exc).__name__}: {exc}")
-    kind = _local_name(root.tag)
-    if kind in ("rss", "feed", "rdf"):
+    root_name = _local_name(root.tag)
+    if root_name in ("rss", "feed", "rdf"):
         from ingestion.crawl.feed import parse_feed
 
         return [item.url for item in parse_feed(body, base_url).items], []
-    if kind not in ("urlset", "sitemapindex"):
+    if root_name not in ("urlset", "sitemapindex"):
         raise SitemapParseError(
             "This address doesn't hold a sitemap.",
-            f"root element <{kind}> at {base_url} is not urlset/sitemapindex",
+            f"root element <{root_name}> at {base_url} is not urlset/sitemapindex",
         )
-    entry_name = "url" if kind == "urlset" else "sitemap"
+    entry_name = "url" if root_name == "urlset" else "sitemap"
     locs = [_loc_of(entry) for entry in root if _local_name(entry.tag) == entry_name]
     urls = _unique_urls([loc for loc in locs if loc], base_url)
-    return (urls, []) if kind == "urlset" else ([], urls)
+    return (urls, []) if root_name == "urlset" else ([], urls)
 
 
 def _loc_of(entry: Element) -> str | None:

@@ -17,6 +17,7 @@ class SourceSerializer(serializers.ModelSerializer):
             "kind",
             "title",
             "config",
+            "state",
             "status",
             "error",
             "notice",
@@ -33,7 +34,7 @@ class SourceSerializer(serializers.ModelSerializer):
 
 
 class SourceCreateSerializer(serializers.Serializer):
-    """The envelope every kind shares; the kind's own fields are validated by sources.kinds."""
+    """The envelope every kind shares; the kind's own fields are validated by the kind (ingestion/kinds/)."""
 
     kind = serializers.CharField(max_length=20)
     title = serializers.CharField(max_length=300, required=False, allow_blank=True)

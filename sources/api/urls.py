@@ -7,6 +7,11 @@ urlpatterns = [
     path("sources/<int:source_id>", views.SourceDetailView.as_view(), name="source-detail"),
     path("sources/<int:source_id>/recrawl", views.SourceRecrawlView.as_view(), name="source-recrawl"),
     path("sources/<int:source_id>/reindex", views.SourceReindexView.as_view(), name="source-reindex"),
+    path(
+        "sources/<int:source_id>/retry-failed",
+        views.SourceRetryFailedView.as_view(),
+        name="source-retry-failed",
+    ),
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
     path("search", views.SearchView.as_view(), name="search"),
     path("discover", views.DiscoverView.as_view(), name="discover"),

@@ -9,8 +9,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ingestion import lifecycle
+from ingestion.kinds.base import KindError
+from ingestion.kinds.upload import UploadTooLarge
 from retrieval.services import SearchParams, search_passages, stale_embeddings
-from sources import services
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
     PassageSerializer,
@@ -18,7 +20,6 @@ from sources.api.serializers import (
     SourceCreateSerializer,
     SourceSerializer,
 )
-from sources.kinds import KindError
 from sources.models import Source
 
 ENVELOPE_FIELDS = {"kind", "title", "agent"}
@@ -43,7 +44,7 @@ class SourceListView(WorkspaceAPIView):
         envelope.is_valid(raise_exception=True)
         payload = {k: v for k, v in request.data.items() if k not in ENVELOPE_FIELDS}
         try:
-            source = services.source_create(
+            source = lifecycle.source_create(
                 workspace=self.workspace,
                 agent_id=envelope.validated_data["agent"],
                 kind=envelope.validated_data["kind"],
@@ -62,13 +63,13 @@ class SourceListView(WorkspaceAPIView):
         if int(request.META.get("CONTENT_LENGTH") or 0) > ceiling:
             return Response({"file": ["The upload is larger than we accept."]}, status=413)
         try:
-            sources = services.upload_create(
+            sources = lifecycle.upload_create(
                 workspace=self.workspace,
                 agent_id=request.data.get("agent"),
                 files=request.FILES.getlist("file"),
                 title=request.data.get("title", ""),
             )
-        except services.UploadTooLarge as exc:
+        except UploadTooLarge as exc:
             return Response({"file": [exc.message]}, status=413)
         except KindError as exc:
             raise ValidationError(exc.errors) from exc
@@ -87,7 +88,7 @@ class SourceDetailView(WorkspaceAPIView):
         return Response(SourceSerializer(self._get(source_id)).data)
 
     def delete(self, request: Request, source_id: int) -> Response:
-        services.source_delete(source=self._get(source_id))
+        lifecycle.source_delete(source=self._get(source_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -130,7 +131,7 @@ class DiscoverView(WorkspaceAPIView):
     def post(self, request: Request) -> Response:
         from ingestion.crawl.discover import discover
         from ingestion.crawl.errors import FetchError
-        from ingestion.crawling import fetch_policy
+        from ingestion.crawl.fetch import fetch_policy
 
         body = DiscoverRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -143,12 +144,10 @@ class DiscoverView(WorkspaceAPIView):
 
 class SourceRecrawlView(WorkspaceAPIView):
     def post(self, request: Request, source_id: int) -> Response:
-        from ingestion.crawling import source_recrawl
-
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             raise Http404
-        if not source_recrawl(source=source):
+        if not lifecycle.source_recrawl(source=source):
             raise ValidationError(
                 {"source": ["Only web sources that are not already crawling can be recrawled."]}
             )
@@ -158,15 +157,27 @@ class SourceRecrawlView(WorkspaceAPIView):
 
 class SourceReindexView(WorkspaceAPIView):
     def post(self, request: Request, source_id: int) -> Response:
-        from ingestion.services import source_reindex
-
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             raise Http404
-        if not source_reindex(source=source):
+        if not lifecycle.source_reindex(source=source):
             raise ValidationError({"source": ["This source is already being processed."]})
         source.refresh_from_db()
         return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SourceRetryFailedView(WorkspaceAPIView):
+    """Queue a source's failed pages again: fetched again for web sources, indexed again otherwise."""
+
+    def post(self, request: Request, source_id: int) -> Response:
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            raise Http404
+        queued = lifecycle.retry_failed(source=source)
+        if not queued:
+            raise ValidationError({"source": ["This source has no failed pages, or it is being processed."]})
+        source.refresh_from_db()
+        return Response({**SourceSerializer(source).data, "retried": queued}, status=status.HTTP_202_ACCEPTED)
 
 
 class SourcePreviewView(WorkspaceAPIView):

@@ -236,7 +236,7 @@ def test_visitor_audiences_widen_retrieval_only_when_signed(client, workspace, a
         source.status = "pending"
         source.save()
         source.documents.update(status="pending")
-    from ingestion.services import source_index
+    from ingestion.indexing import source_index
 
     with workspace_scope(workspace.id):
         source_index(source=source)

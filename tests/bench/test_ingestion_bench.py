@@ -12,10 +12,10 @@ import time
 import httpx
 import pytest
 
-from ingestion.crawl.registry import crawl_page
-from ingestion.extract import DroppedPage
+from ingestion.crawl.extract import DroppedPage
+from ingestion.crawl.fetch import FetchPolicy
+from ingestion.crawl.strategies import fetch_and_extract
 from ingestion.parsers.bench import run as parse_bench
-from ingestion.safety import FetchPolicy
 from tests.conftest import SHARED_DATA
 from tests.ingestion.crawl.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import FLASK_DOCS, serving
@@ -35,7 +35,7 @@ def test_crawl_and_extract_throughput_against_raw_fetching():
         extracted = 0
         for url in urls:
             try:
-                extracted += bool(crawl_page(url, policy, order=("http",)).extracted)
+                extracted += bool(fetch_and_extract(url, policy, order=("http",)).extracted)
             except DroppedPage:  # a soft 404 or a script shell: crawled, not extracted
                 continue
         crawl_seconds = time.perf_counter() - started

@@ -59,8 +59,8 @@ def test_worker_indexes_a_text_source_and_search_finds_it(
 
 
 def test_a_source_deleted_while_queued_is_skipped_quietly(celery_worker, api, agent):
+    from ingestion.lifecycle import source_create, source_delete
     from sources.models import Workspace
-    from sources.services import source_create, source_delete
     from sources.tenancy import workspace_scope
 
     workspace = Workspace.objects.get(id=agent.workspace_id)

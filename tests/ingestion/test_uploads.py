@@ -82,7 +82,7 @@ def test_reindex_needs_no_reupload_and_says_so_when_segments_are_gone(celery_wor
     source_id = upload(api, agent, real("docx/zen-of-python.docx")).json()[0]["id"]
     wait_for(lambda: finished(api, source_id), timeout=120)
     source = Source.unscoped.get(id=source_id)
-    default_storage.delete(source.config["storage_path"])  # the original is not needed to reindex
+    default_storage.delete(source.state["storage_path"])  # the original is not needed to reindex
     chunks_before = Chunk.unscoped.filter(source_id=source_id).count()
     assert api.post(f"/api/v1/sources/{source_id}/reindex").status_code == 202
     body = wait_for(lambda: finished(api, source_id), timeout=120)
@@ -93,7 +93,7 @@ def test_reindex_needs_no_reupload_and_says_so_when_segments_are_gone(celery_wor
     assert api.post(f"/api/v1/sources/{source_id}/reindex").status_code == 202
     body = wait_for(lambda: finished(api, source_id), timeout=60)
     assert body["status"] == "failed" and "re-upload needed" in body["error"]
-    assert body["config"]["reupload_needed"] is True
+    assert body["state"]["reupload_needed"] is True
 
 
 def test_delete_leaves_no_row_point_posting_or_file_behind(celery_worker, api, agent, media_root):
@@ -151,8 +151,8 @@ def test_filenames_are_never_used_as_paths(api, agent, media_root, django_captur
     assert response.status_code == 201
     source = Source.unscoped.get()
     assert source.config["filename"] == "passwd.txt"
-    assert source.config["storage_path"] == f"uploads/{source.workspace_id}/{source.id}/original.txt"
-    assert (media_root / source.config["storage_path"]).read_bytes() == b"hello there"
+    assert source.state["storage_path"] == f"uploads/{source.workspace_id}/{source.id}/original.txt"
+    assert (media_root / source.state["storage_path"]).read_bytes() == b"hello there"
 
 
 def test_outsider_cannot_preview_reindex_or_delete_our_upload(api, outsider_api, agent):

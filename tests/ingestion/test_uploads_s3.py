@@ -12,10 +12,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from moto.server import ThreadedMotoServer
 
-from ingestion.services import source_index_now, source_reindex
+from ingestion.lifecycle import source_delete, source_index_now, source_reindex, upload_create
 from retrieval.services import SearchParams, search_passages
 from sources.models import Source, Status
-from sources.services import source_delete, upload_create
 from sources.tenancy import workspace_scope
 from tests.conftest import SHARED_DATA
 

@@ -66,7 +66,7 @@ def test_ingesting_a_source_of_the_agent_clears_its_cache(workspace, agent, know
 
 
 def test_deleting_a_source_clears_the_cache(workspace, agent, knowledge):
-    from sources.services import source_delete
+    from ingestion.lifecycle import source_delete
 
     extra = index_text(workspace, agent, "Extension", "The kettle warranty can be extended.")
     assert len(search_passages(workspace_id=workspace.id, query=QUERY, agent_id=agent.id)) == 2

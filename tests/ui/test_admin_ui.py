@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from agents.models import Conversation, Message
-from ingestion.uploads import delete_files
+from ingestion.files import delete_files
 from sources.models import Membership, Source
 from sources.tenancy import workspace_scope
 from tests.conftest import SHARED_DATA, index_text

@@ -13,8 +13,10 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from agents.models import Agent
+from ingestion.kinds.text import TextKind
+from ingestion.lifecycle import source_create
 from sources.models import ApiKey, Membership, Source, Workspace
-from sources.services import api_key_create, source_create
+from sources.services import api_key_create
 from sources.tenancy import workspace_scope
 
 DEMO_TEXT = """# Grounded
@@ -66,7 +68,7 @@ class Command(BaseCommand):
                     source_create(
                         workspace=workspace,
                         agent_id=agent.id,
-                        kind="text",
+                        kind=TextKind.name,
                         title="About Grounded",
                         payload={"content": DEMO_TEXT},
                     )

@@ -373,7 +373,9 @@
     const maxFiles = Number(form.dataset.maxFiles);
     let files = [];
 
-    const kind = () => ($("input[name=kind]:checked", form) || {}).value;
+    const chosen = () => $("input[name=kind]:checked", form) || { value: "", dataset: {} };
+    const kind = () => chosen().value;
+    const takesFiles = () => "files" in chosen().dataset;
 
     function renderFiles() {
       list.textContent = "";
@@ -387,7 +389,7 @@
         li.append(name, size);
         list.append(li);
       }
-      submit.textContent = kind() === "upload" && files.length > 1 ? `Upload ${files.length} files` : kind() === "upload" ? "Upload" : "Add source";
+      submit.textContent = takesFiles() && files.length > 1 ? `Upload ${files.length} files` : takesFiles() ? "Upload" : "Add source";
     }
 
     fileInput.addEventListener("change", () => {
@@ -427,7 +429,7 @@
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clearErrors(form);
-      if (kind() === "upload") {
+      if (takesFiles()) {
         if (!files.length) return showErrors(form, { file: ["Choose at least one file."] });
         if (files.length > maxFiles) return showErrors(form, { file: [`At most ${maxFiles} files at once.`] });
         const big = files.find((file) => file.size > Number(form.dataset.maxBytes));
@@ -437,7 +439,7 @@
           });
         }
         const data = new FormData();
-        data.append("kind", "upload");
+        data.append("kind", kind());
         files.forEach((file) => data.append("file", file, file.name));
         progress.hidden = false;
         bar.style.width = "0%";
@@ -457,9 +459,8 @@
       }
       const fields = Object.fromEntries(new FormData(form).entries());
       const payload = { kind: kind(), title: fields.title || "" };
-      if (["url", "sitemap", "feed"].includes(kind())) payload.url = fields.url || "";
-      if (kind() === "sitemap" && fields.max_pages) payload.max_pages = fields.max_pages;
-      if (kind() === "text") payload.content = fields.content || "";
+      // The chosen kind's own fields (data-fields on its tab), as the server's form does.
+      for (const name of (chosen().dataset.fields || "").split(" ").filter(Boolean)) payload[name] = fields[name] || "";
       busy(submit, true);
       const response = await postJSON(form.action, payload);
       busy(submit, false);

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from ingestion.crawl.fetch import FetchPolicy
 from ingestion.crawl.robots import clear_robots_cache
-from ingestion.safety import FetchPolicy
 from tests.ingestion.crawl.servers import FLASK_DOCS, LocalServer, Reply, guard_connections, serving
 
 

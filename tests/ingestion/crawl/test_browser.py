@@ -10,9 +10,9 @@ import pytest
 
 from ingestion.crawl.base import StrategyUnavailable
 from ingestion.crawl.browser import BrowserStrategy
-from ingestion.crawl.registry import crawl_page
-from ingestion.extract import DroppedPage, extract_page
-from ingestion.safety import BlockedAddressError, FetchPolicy, PermanentFetchError
+from ingestion.crawl.extract import DroppedPage, extract_page
+from ingestion.crawl.fetch import BlockedAddressError, FetchPolicy, PermanentFetchError
+from ingestion.crawl.strategies import fetch_and_extract
 from tests.ingestion.crawl.servers import LocalServer, Reply, redirect, serving, tcp_attempts
 
 pytestmark = pytest.mark.browser
@@ -79,14 +79,14 @@ def test_the_same_page_over_plain_http_needs_javascript(
     js_site: LocalServer, local_policy: FetchPolicy
 ) -> None:
     with pytest.raises(DroppedPage) as caught:
-        crawl_page(js_site.url("/"), local_policy, order=["http"])
+        fetch_and_extract(js_site.url("/"), local_policy, order=["http"])
     assert caught.value.reason == "needs_javascript"
 
 
 def test_the_registry_falls_back_from_http_to_the_browser(
     browser: BrowserStrategy, js_site: LocalServer, local_policy: FetchPolicy
 ) -> None:
-    crawled = crawl_page(js_site.url("/"), local_policy, strategies={"browser": browser})
+    crawled = fetch_and_extract(js_site.url("/"), local_policy, strategies={"browser": browser})
     assert crawled.page.strategy == "browser"
     assert crawled.extracted is not None
     assert "zebras" in crawled.extracted.text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.crawl.feed import FeedParseError, NotAFeedError, fetch_feed, parse_feed
-from ingestion.safety import FetchPolicy
+from ingestion.crawl.fetch import FetchPolicy
 from tests.ingestion.crawl.servers import FEED_SAMPLES, LocalServer, Reply
 
 FEED_URL = "http://feeds.test/dir/feed.xml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ingestion.crawl.fetch import BlockedAddressError, FetchPolicy, TransientFetchError
 from ingestion.crawl.robots import get_robots, robots_allows
-from ingestion.safety import BlockedAddressError, FetchPolicy, TransientFetchError
 from tests.ingestion.crawl.servers import SITEMAP_SAMPLES, Reply, serving
 
 ROBOTS = """User-agent: *

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ingestion.crawl.fetch import FetchPolicy, PermanentFetchError, TransientFetchError
 from ingestion.crawl.sitemap import (
     SitemapNotFoundError,
     SitemapParseError,
@@ -16,7 +17,6 @@ from ingestion.crawl.sitemap import (
     parse_sitemap,
 )
 from ingestion.crawl.urls import normalize_url
-from ingestion.safety import FetchPolicy, PermanentFetchError, TransientFetchError
 from tests.ingestion.crawl.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import SITEMAP_SAMPLES, LocalServer, Reply, serving
 

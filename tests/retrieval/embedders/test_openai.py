@@ -58,9 +58,9 @@ def openai_settings(provider, api_key):
 
 @pytest.mark.django_db
 def test_indexing_embeds_in_batches_through_the_configured_provider(provider, workspace, agent):
-    from ingestion.services import source_index
+    from ingestion.indexing import source_index
+    from ingestion.lifecycle import source_create
     from sources.models import Chunk, Source
-    from sources.services import source_create
     from sources.tenancy import workspace_scope
 
     text = "\n\n".join(f"Paragraph {i} talks about topic number {i} in some detail." for i in range(250))
@@ -85,9 +85,9 @@ def test_indexing_embeds_in_batches_through_the_configured_provider(provider, wo
 
 @pytest.mark.django_db
 def test_a_wrong_provider_key_fails_the_source_with_a_readable_error(provider, workspace, agent):
-    from ingestion.services import source_index
+    from ingestion.indexing import source_index
+    from ingestion.lifecycle import source_create
     from sources.models import Chunk, Source
-    from sources.services import source_create
     from sources.tenancy import workspace_scope
 
     with override_settings(EMBEDDERS=openai_settings(provider, "sk-wrong")), workspace_scope(workspace.id):

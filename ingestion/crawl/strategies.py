@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ingestion.crawl.base import CrawlStrategy, FetchedPage, StrategyUnavailable
-from ingestion.extract import DroppedPage, ExtractedPage, extract_page
-from ingestion.safety import FetchPolicy
+from ingestion.crawl.extract import DroppedPage, ExtractedPage, extract_page
+from ingestion.crawl.fetch import FetchPolicy
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class CrawledPage:
     extracted: ExtractedPage | None  # None for a 304 or a body that isn't HTML (PDF, ...): parse it elsewhere
 
 
-def crawl_page(
+def fetch_and_extract(
     url: str,
     policy: FetchPolicy,
     *,

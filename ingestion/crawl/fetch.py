@@ -352,3 +352,34 @@ def _translated_errors(url: str) -> Iterator[None]:
         raise TransientFetchError(
             "The connection to the site was interrupted; we'll retry automatically.", detail
         ) from exc
+
+
+def fetch_policy() -> FetchPolicy:
+    """The deployment's crawl policy (settings), for fetches of addresses tenants give us."""
+    from django.conf import settings
+
+    return FetchPolicy(
+        allow_private_networks=settings.CRAWL_ALLOW_PRIVATE_NETWORKS,
+        allowed_networks=tuple(settings.CRAWL_ALLOWED_NETWORKS),
+        max_bytes=settings.CRAWL_MAX_SOURCE_BYTES,
+        total_timeout_s=settings.CRAWL_FETCH_TIMEOUT,
+    )
+
+
+def check_address(url: str, policy: FetchPolicy | None = None) -> str:
+    """A tenant's address checked before it is saved: http(s), a host, and not an address we refuse to
+    fetch (after a DNS lookup). Raises FetchError with a message for people. DNS trouble is let through:
+    the fetch reports it later, with retries, and checks again, since a name can point elsewhere later."""
+    policy = policy or fetch_policy()
+    value = url.strip()
+    if len(value) > 2000:
+        raise PermanentFetchError("Web addresses are at most 2,000 characters.", "url too long")
+    parsed = check_url(value, policy)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        resolve_allowed_addresses(parsed.host, port, policy)
+    except BlockedAddressError:
+        raise
+    except FetchError:
+        pass
+    return value

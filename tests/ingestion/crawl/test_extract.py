@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ingestion.crawl.extract import DroppedPage, extract_page, looks_like_not_found
+from ingestion.crawl.fetch import FetchPolicy
 from ingestion.crawl.http import HttpStrategy
-from ingestion.extract import DroppedPage, extract_page, looks_like_not_found
-from ingestion.safety import FetchPolicy
 from tests.ingestion.crawl.servers import FLASK_DOCS, serving
 
 NAV_TEXT = [

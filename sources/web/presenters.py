@@ -1,8 +1,6 @@
-"""Reads and writes the web UI needs that the app services do not offer yet.
-
-Each function calls the existing services and selectors; nothing here talks to a store or a queue on its
-own. Where a function belongs once the UI settles is said in its docstring ("belongs in ...").
-"""
+"""What the admin UI's pages show, shaped from the models: source rows, counts, the add dialog's kinds,
+test retrieval. Reads only; writes go through ingestion.lifecycle (sources/web/forms.py turns a form into
+those calls)."""
 
 from __future__ import annotations
 
@@ -10,32 +8,14 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 from django.utils.timesince import timesince
 
 from agents.models import Agent
-from sources.kinds import CRAWLED_KINDS, KindError
-from sources.models import ACTIVE_STATUSES, Source, Status, Workspace
+from ingestion.kinds.registry import addable_kinds, get_kind
+from sources.models import ACTIVE_STATUSES, Source, Status
 from sources.tenancy import workspace_scope
 
-KIND_LABELS = {
-    "text": "Text",
-    "url": "Web page",
-    "sitemap": "Website",
-    "feed": "Feed",
-    "upload": "File",
-    "auto": "Visited page",
-}
-# What the "Add source" dialog offers, in order. Notion and Google Docs are not built, so not offered.
-ADDABLE_KINDS = [
-    ("url", "Web page"),
-    ("sitemap", "Website"),
-    ("feed", "Feed"),
-    ("text", "Text"),
-    ("upload", "Files"),
-]
 STATUS_LABELS = {
     Status.PENDING: "Queued",
     Status.CRAWLING: "Crawling",
@@ -45,22 +25,38 @@ STATUS_LABELS = {
 }
 
 
+def add_dialog_kinds() -> list[dict[str, Any]]:
+    """The "Add source" dialog's tabs: each kind's label, icon, help and the fields its payload needs."""
+    return [
+        {
+            "name": k.name,
+            "label": k.add_label,
+            "icon": k.icon,
+            "help": k.add_help,
+            "fields": " ".join(k.form_fields),
+            "files": "file" in k.form_fields,
+            "fetches": k.fetches_pages,
+        }
+        for k in addable_kinds()
+    ]
+
+
 # --- sources as the UI shows them ---------------------------------------------------------------------
 
 
 def source_row(source: Source) -> dict[str, Any]:
     """Everything a row of the sources table shows, for the template and the live refresh alike."""
-    config = source.config or {}
+    kind = get_kind(source.kind)
     # Ingestion writes progress with queryset updates, which leave auto_now's updated_at alone; the time
     # indexing finished is the better "last update" then.
     updated_at = max(filter(None, [source.updated_at, source.indexed_at]))
     return {
         "id": source.id,
         "kind": source.kind,
-        "kind_label": KIND_LABELS.get(source.kind, source.kind.title()),
+        "kind_label": kind.label,
+        "icon": kind.icon,
         "title": source.title,
-        "address": config.get("url", ""),
-        "filename": config.get("filename", ""),
+        "address": kind.address(source),
         "status": source.status,
         "status_label": STATUS_LABELS.get(source.status, source.status.title()),
         "active": source.status in ACTIVE_STATUSES,
@@ -74,8 +70,8 @@ def source_row(source: Source) -> dict[str, Any]:
         "chunks_count": source.chunks_count,
         "updated_at": updated_at,
         "updated_ago": _ago(updated_at),
-        "recrawlable": source.kind in CRAWLED_KINDS,
-        "reupload_needed": bool(config.get("reupload_needed")),
+        "recrawlable": kind.fetches_pages,
+        "reupload_needed": bool(source.state.get("reupload_needed")),
         # Changes whenever anything the row shows changes, so the live refresh only redraws those rows.
         "version": _digest(
             (
@@ -88,7 +84,7 @@ def source_row(source: Source) -> dict[str, Any]:
                 source.error,
                 source.notice,
                 source.title,
-                config.get("reupload_needed"),
+                source.state.get("reupload_needed"),
             )
         ),
     }
@@ -128,33 +124,6 @@ def agents_overview(workspace_id: int) -> list[dict[str, Any]]:
     return [{"agent": agent, "counts": status_counts(by_agent.get(agent.id, []))} for agent in agents]
 
 
-def source_add(
-    *, workspace: Workspace, agent: Agent, form: dict[str, Any], files: list, content_length: int
-) -> list[Source]:
-    """What the "Add source" dialog submits: one form carrying every kind's inputs, of which the chosen
-    kind's are used. Raises KindError (field -> messages) or UploadTooLarge, like the services it calls.
-    """
-    from sources.services import UploadTooLarge, source_create, upload_create
-
-    kind = str(form.get("kind", ""))
-    title = str(form.get("title", ""))
-    if kind not in dict(ADDABLE_KINDS):
-        raise KindError({"kind": ["Choose what to add: a web page, a website, a feed, text or files."]})
-    if kind == "upload":
-        ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000
-        if content_length > ceiling:  # refused before anything is stored
-            raise UploadTooLarge("The upload is larger than we accept.")
-        return upload_create(workspace=workspace, agent_id=agent.id, files=files, title=title)
-    if kind == "text":
-        payload: dict[str, Any] = {"content": str(form.get("content", ""))}
-    else:
-        payload = {"url": str(form.get("url", ""))}
-        max_pages = str(form.get("max_pages", "") or "").strip()
-        if kind == "sitemap" and max_pages:
-            payload["max_pages"] = max_pages
-    return [source_create(workspace=workspace, agent_id=agent.id, kind=kind, title=title, payload=payload)]
-
-
 def source_preview_titled(source: Source) -> dict[str, Any]:
     """source_preview, with each sampled chunk naming its document."""
     from sources.selectors import source_preview
@@ -165,65 +134,6 @@ def source_preview_titled(source: Source) -> dict[str, Any]:
     for chunk in preview["chunks"]:
         chunk["document_title"] = titles.get(chunk["document_id"]) or f"Document {chunk['document_id']}"
     return preview
-
-
-def url_sources_create(*, workspace: Workspace, agent: Agent, pages: list[dict]) -> tuple[list[Source], dict]:
-    """One url source per picked page; pages that fail validation are reported by address, the others
-    are still added. Belongs in sources/services.py."""
-    from sources.services import source_create
-
-    created: list[Source] = []
-    errors: dict[str, list[str]] = {}
-    for page in pages[: settings.CRAWL_MAX_PAGES_PER_SOURCE]:
-        url = str(page.get("url") or "").strip()
-        title = str(page.get("title") or "").strip()[:300]
-        try:
-            created.append(
-                source_create(
-                    workspace=workspace, agent_id=agent.id, kind="url", title=title, payload={"url": url}
-                )
-            )
-        except KindError as exc:
-            errors[url or "url"] = [m for messages in exc.errors.values() for m in messages]
-    return created, errors
-
-
-def discover_pages(domain: str) -> list[dict[str, Any]]:
-    """The pages found on a domain, for the "Discover" list; a fetch problem becomes a field error."""
-    from ingestion.crawl.discover import discover
-    from ingestion.crawl.errors import FetchError
-    from ingestion.crawling import fetch_policy
-
-    domain = domain.strip()
-    if not domain:
-        raise KindError({"domain": ["Type a domain, like example.com."]})
-    if len(domain) > 300:
-        raise KindError({"domain": ["A domain is at most 300 characters."]})
-    try:
-        pages = discover(domain, fetch_policy())
-    except FetchError as exc:
-        raise KindError({"domain": [exc.message]}) from exc
-    return [{"url": p.url, "title": p.title or "", "found_by": p.found_by} for p in pages]
-
-
-def upload_replace(*, source: Source, upload: UploadedFile) -> None:
-    """Store a new original for an upload source whose stored text is gone, then index it again."""
-    from ingestion.services import source_reindex
-    from ingestion.uploads import delete_files, store_original
-    from sources.services import check_upload_size, upload_filename
-
-    if source.kind != "upload":
-        raise KindError({"file": ["Only file sources can be uploaded again."]})
-    if source.status in ACTIVE_STATUSES:
-        raise KindError({"file": ["This file is being processed; wait until it has finished."]})
-    check_upload_size(upload)
-    with workspace_scope(source.workspace_id):
-        delete_files(source.workspace_id, source.id)  # stale segments must not be read back
-        source.config = {"filename": upload_filename(upload), "size": upload.size}
-        path, digest = store_original(source, upload)
-        source.config.update(storage_path=path, sha256=digest)
-        Source.objects.filter(id=source.id).update(config=source.config, error="", error_detail="")
-        source_reindex(source=source)
 
 
 # --- testing retrieval -------------------------------------------------------------------------------
@@ -250,7 +160,7 @@ class RetrievalTest:
             {
                 "title": p.document_title or p.source_title,
                 "source_title": p.source_title,
-                "url": p.url if p.source_kind in CRAWLED_KINDS else "",
+                "url": p.url if get_kind(p.source_kind).cites_urls else "",
                 "text": p.text,
                 "score": p.score,
                 "vector": p.vector_score or 0.0,

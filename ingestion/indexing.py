@@ -11,11 +11,11 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from ingestion.chunking import chunk_id, chunk_text
+from ingestion.kinds.registry import get_kind
 from retrieval import cache as semantic_cache
 from retrieval.embedders.base import EmbeddingError
 from retrieval.services import delete_chunk_vectors, store_chunk_vectors
 from retrieval.stores.base import VectorStoreError
-from sources.kinds import CRAWLED_KINDS
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 
@@ -74,7 +74,7 @@ def _build_chunks(document: Document) -> list[Chunk]:
         document.text,
         target_chars=settings.CHUNK_TARGET_CHARS,
         overlap_chars=settings.CHUNK_OVERLAP_CHARS,
-        separator=source.config.get("chunk_separator"),
+        separator=source.state.get("chunk_separator") or source.config.get("chunk_separator"),
     )
     if not pieces:
         raise IndexingError("This document has no text to index.")
@@ -119,61 +119,6 @@ def delete_source_chunks(*, source: Source) -> None:
         Chunk.objects.filter(source_id=source.id).delete()
 
 
-def source_reindex(*, source: Source, queue: bool = True) -> bool:
-    """Chunk and embed a source again from what is kept: a text's content, an upload's segments, a
-    crawled page's extracted text. Nothing is fetched or uploaded again.
-
-    With queue=False the source is only marked pending; the caller runs `source_index_now` itself
-    (the `reindex` command does, to rebuild the vector index once after a bulk reindex)."""
-    from ingestion import tasks
-
-    with workspace_scope(source.workspace_id):
-        updated = (
-            Source.objects.filter(id=source.id)
-            .exclude(status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING])
-            .update(status=Status.PENDING, error="", error_detail="")
-        )
-        if not updated:
-            return False
-        if source.kind != "upload":
-            Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
-        if queue:
-            workspace_id, source_id = source.workspace_id, source.id
-            task = tasks.index_upload if source.kind == "upload" else tasks.index_source
-            transaction.on_commit(lambda: task.delay(workspace_id=workspace_id, source_id=source_id))
-    return True
-
-
-def source_index_now(*, source: Source) -> None:
-    """What the index task of a pending source does, in this process."""
-    from ingestion.uploads import upload_index
-
-    with workspace_scope(source.workspace_id):
-        if source.kind == "upload":
-            upload_index(source=source)
-        else:
-            source_index(source=source)
-
-
-def source_cancel(*, source: Source, by: str) -> bool:
-    """Stop a source's work in progress: its pending and running pages fail with a reason (queued jobs
-    then find nothing to claim), and the source settles to done or failed from what finished."""
-    with workspace_scope(source.workspace_id):
-        cancelled = Document.objects.filter(
-            source_id=source.id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
-        ).update(status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}")
-        active = Source.objects.filter(
-            id=source.id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
-        )
-        if not cancelled and not active.exists():
-            return False
-        source_refresh_status(source_id=source.id)
-        Source.objects.filter(
-            id=source.id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
-        ).update(status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}")
-    return True
-
-
 def source_refresh_status(*, source_id: int) -> None:
     """Derive a source's counters and status from its documents (the single source of truth)."""
     counts = Document.objects.filter(source_id=source_id).aggregate(
@@ -208,7 +153,8 @@ def source_refresh_status(*, source_id: int) -> None:
             source_id=source_id, status__in=[Status.PENDING, Status.CRAWLING]
         ).exists()
         kind = Source.objects.filter(id=source_id).values_list("kind", flat=True).first()
-        update["status"] = Status.CRAWLING if crawling and kind in CRAWLED_KINDS else Status.INDEXING
+        fetching = kind is not None and get_kind(kind).fetches_pages
+        update["status"] = Status.CRAWLING if crawling and fetching else Status.INDEXING
     Source.objects.filter(id=source_id).update(**update)
     source = Source.objects.filter(id=source_id).values("workspace_id", "agent_id").first()
     if source:

@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from ingestion.crawl.browser import BrowserStrategy
+from ingestion.crawl.extract import DroppedPage
+from ingestion.crawl.fetch import FetchPolicy, PermanentFetchError
 from ingestion.crawl.http import HttpStrategy
-from ingestion.crawl.registry import DEFAULT_ORDER, crawl_page, strategy_class
-from ingestion.extract import DroppedPage
-from ingestion.safety import FetchPolicy, PermanentFetchError
+from ingestion.crawl.strategies import DEFAULT_ORDER, fetch_and_extract, strategy_class
 from tests.ingestion.crawl.servers import FLASK_DOCS, REPO_ROOT, Reply, serving
 
 
@@ -25,7 +25,7 @@ def test_strategies_are_found_by_name_in_order_of_preference() -> None:
 
 def test_the_registry_imports_no_browser_code_until_asked() -> None:
     code = (
-        "import sys, ingestion.crawl.registry; "
+        "import sys, ingestion.crawl.strategies; "
         "print('playwright' in sys.modules, 'ingestion.crawl.browser' in sys.modules)"
     )
     output = subprocess.run(
@@ -36,7 +36,7 @@ def test_the_registry_imports_no_browser_code_until_asked() -> None:
 
 def test_a_plain_page_is_crawled_over_http(local_policy: FetchPolicy) -> None:
     with serving(root=FLASK_DOCS) as server:
-        crawled = crawl_page(server.url("/tutorial/views.html"), local_policy)
+        crawled = fetch_and_extract(server.url("/tutorial/views.html"), local_policy)
     assert crawled.page.strategy == "http"
     assert crawled.extracted is not None
     assert crawled.extracted.title == "Blueprints and Views"
@@ -45,7 +45,7 @@ def test_a_plain_page_is_crawled_over_http(local_policy: FetchPolicy) -> None:
 def test_an_http_error_is_not_retried_in_the_browser(local_policy: FetchPolicy) -> None:
     unavailable = {"browser": BrowserStrategy(executable_path="/nonexistent/chromium")}
     with serving({}) as server, pytest.raises(PermanentFetchError) as caught:
-        crawl_page(server.url("/missing"), local_policy, strategies=unavailable)
+        fetch_and_extract(server.url("/missing"), local_policy, strategies=unavailable)
     assert caught.value.status == 404
 
 
@@ -56,12 +56,12 @@ def test_without_a_browser_a_script_page_is_dropped_with_the_reason(local_policy
     )
     unavailable = {"browser": BrowserStrategy(executable_path="/nonexistent/chromium")}
     with serving({"/": Reply(200, shell)}) as server, pytest.raises(DroppedPage) as caught:
-        crawl_page(server.url("/"), local_policy, strategies=unavailable)
+        fetch_and_extract(server.url("/"), local_policy, strategies=unavailable)
     assert caught.value.reason == "needs_javascript"
 
 
 def test_non_html_bodies_are_returned_unextracted(local_policy: FetchPolicy) -> None:
     with serving({"/doc.pdf": Reply(200, b"%PDF-1.7 ...", content_type="application/pdf")}) as server:
-        crawled = crawl_page(server.url("/doc.pdf"), local_policy)
+        crawled = fetch_and_extract(server.url("/doc.pdf"), local_policy)
     assert crawled.extracted is None
     assert crawled.page.content_type == "application/pdf"

@@ -1,4 +1,4 @@
-"""Uploaded files: keep the original, parse it safely, keep its text as segments, index from them.
+"""Uploaded files in storage: the original, and its text as segments (so reindexing never needs the file).
 
 Storage layout (Django's default storage: MEDIA_ROOT locally, S3-compatible through django-storages):
     uploads/{workspace_id}/{source_id}/original{.ext}
@@ -12,27 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
+import mimetypes
 import re
 import shutil
 import tempfile
-import traceback
-from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.core.files.base import ContentFile, File
 from django.core.files.storage import default_storage
-from django.db import transaction
 
+from ingestion.crawl.base import FetchedPage
+from ingestion.crawl.extract import ExtractedPage
 from ingestion.parsers.base import ParseError, Segment
-from sources.models import Document, Source, Status
-from sources.tenancy import workspace_scope
-
-log = logging.getLogger(__name__)
-
-ROW_SEPARATOR = "\n"
-REUPLOAD_NEEDED = "The extracted text of this file is missing, so it can't be reindexed: re-upload needed."
+from sources.models import Source
 
 
 class UploadMissing(RuntimeError):
@@ -63,7 +57,7 @@ def parse_original(source: Source) -> list[Segment]:
     """Parse the stored original in an isolated child process (time and memory limits)."""
     from ingestion.parsers.isolation import parse_file_isolated
 
-    path = source.config.get("storage_path", "")
+    path = source.state.get("storage_path", "")
     if not path or not default_storage.exists(path):
         raise UploadMissing("The uploaded file is missing from storage.")
     with tempfile.TemporaryDirectory() as workdir:
@@ -130,82 +124,24 @@ def _listdir(base: str) -> tuple[list[str], list[str]]:
         return [], []
 
 
-def documents_from_segments(source: Source, segments: Iterable[Segment]) -> list[Document]:
-    """Replace the source's documents: consecutive segments with the same title make one document
-    (all rows of one sheet, all pages of one section), so citations name the part of the file."""
-    filename = source.config.get("filename") or source.title
-    groups: list[tuple[str, list[str]]] = []
-    for segment in segments:
-        if not segment.text.strip():
-            continue
-        if groups and groups[-1][0] == segment.title:
-            groups[-1][1].append(segment.text)
-        else:
-            groups.append((segment.title, [segment.text]))
-    joiner = source.config.get("chunk_separator") or "\n\n"
-    with workspace_scope(source.workspace_id), transaction.atomic():
-        from ingestion.services import delete_source_chunks
+def parse_fetched_file(page: FetchedPage) -> ExtractedPage:
+    """A fetched body that is not HTML (a PDF, a Word file, a spreadsheet linked from a sitemap), read by the
+    same parsers as uploads, in the same isolated process. ParseError says why it can't be read."""
+    from ingestion.parsers.isolation import parse_file_isolated
 
-        delete_source_chunks(source=source)
-        source.documents.all().delete()
-        documents = [
-            Document(
-                workspace_id=source.workspace_id,
-                source=source,
-                title=(f"{filename} — {title}" if title and title != filename else filename)[:500],
-                text=joiner.join(texts),
-                content_hash=hashlib.sha256(joiner.join(texts).encode()).hexdigest(),
-                status=Status.PENDING,
-            )
-            for title, texts in groups
-        ]
-        return Document.objects.bulk_create(documents)
-
-
-def upload_index(*, source: Source) -> None:
-    """Parse (first time) or reload segments (reindex), then index every document."""
-    from ingestion.services import document_index, source_refresh_status
-
-    with workspace_scope(source.workspace_id):
-        claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.INDEXING, error="", error_detail=""
+    name = unquote(urlsplit(page.final_url).path.rsplit("/", 1)[-1])[:200] or "download"
+    if not safe_extension(name):
+        name += mimetypes.guess_extension(page.content_type or "") or ""
+    with tempfile.TemporaryDirectory() as workdir:
+        local = Path(workdir) / f"page{safe_extension(name)}"
+        local.write_bytes(page.body)
+        segments = parse_file_isolated(
+            local,
+            name,
+            timeout_s=min(settings.UPLOAD_PARSE_TIMEOUT, settings.CRAWL_PAGE_TIME_LIMIT * 2 / 3),
+            memory_mb=settings.UPLOAD_PARSE_MEMORY_MB,
         )
-        if claimed != 1:
-            return
-        try:
-            if source.config.get("parsed"):
-                segments = load_segments(source)
-            else:
-                segments = parse_original(source)
-                save_segments(source, segments)
-                config = {**source.config, "parsed": True, "segments": len(segments)}
-                if segments and all("row" in segment.meta for segment in segments):
-                    # Spreadsheet rows are records: chunks pack whole rows and never split one.
-                    config["chunk_separator"] = ROW_SEPARATOR
-                Source.objects.filter(id=source.id).update(config=config)
-                source.config = config
-        except UploadMissing as exc:
-            _fail(source, REUPLOAD_NEEDED, str(exc), reupload=True)
-            return
-        except ParseError as exc:
-            _fail(source, exc.message, f"{exc.reason}: {exc.detail}")
-            return
-        except Exception:
-            # Unexpected: fail the source with the trace for operators rather than leave it indexing.
-            log.exception("parsing upload %s failed", source.id)
-            _fail(source, "Something went wrong while reading this file.", traceback.format_exc())
-            return
-        documents = documents_from_segments(source, segments)
-        if not documents:
-            _fail(source, "We found no text in this file.", "every segment was empty")
-            return
-        for document in documents:
-            document_index(document=document)
-        source_refresh_status(source_id=source.id)
-
-
-def _fail(source: Source, message: str, detail: str, reupload: bool = False) -> None:
-    config = {**source.config, "reupload_needed": reupload}
-    Source.objects.filter(id=source.id).update(
-        status=Status.FAILED, error=message[:500], error_detail=detail, config=config
-    )
+    text = "\n\n".join(s.text for s in segments if s.text.strip())
+    if not text:
+        raise ParseError("We found no text in this file.", "every segment was empty", reason="no_text")
+    return ExtractedPage(title=name, text=text, language=None)

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from config.backends import vector_stores
-from ingestion.services import source_index_now, source_reindex
+from ingestion.lifecycle import source_index_now, source_reindex
 from retrieval.services import embedded_by_another_model
 from retrieval.stores.pgvector import PgVectorStore
 from sources.models import Chunk, Source, Workspace

@@ -17,7 +17,8 @@ from django.test import override_settings
 
 from agents.models import Agent
 from config.backends import embedders, vector_stores
-from ingestion.services import document_index, source_refresh_status
+from ingestion.indexing import document_index, source_refresh_status
+from ingestion.kinds.text import TextKind
 from retrieval import evaluation
 from retrieval.services import SearchParams, search_passages
 from sources.models import Document, Source, Status, Workspace
@@ -113,7 +114,7 @@ class Command(BaseCommand):
                 corpus = evaluation.load_corpus(corpus_path)
                 with transaction.atomic():
                     source = Source.objects.create(
-                        agent=agent, kind="text", title=corpus_path.name, status=Status.INDEXING
+                        agent=agent, kind=TextKind.name, title=corpus_path.name, status=Status.INDEXING
                     )
                     Document.objects.bulk_create(
                         [

@@ -1,6 +1,7 @@
-"""Crawling sources: expand a source into pages, fetch and extract each page, hand it to indexing.
+"""Page jobs: expand a fetching source into pages, fetch and extract each page, hand it to indexing.
 
-The tasks in ingestion/tasks.py are thin; the decisions live here. Each page's fate is one of:
+The tasks in ingestion/tasks.py are thin; the decisions live here (what a source lists is its kind's).
+Each page's fate is one of:
   done (indexed, or unchanged since the last crawl), retried (transient failure, with backoff),
   requeued (rate-limited: waits without spending an attempt), failed (permanent, with the reason).
 """
@@ -17,9 +18,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
-from ingestion.crawl.registry import crawl_page
-from ingestion.extract import DroppedPage
-from ingestion.safety import FetchPolicy
+from ingestion.crawl.extract import DroppedPage
+from ingestion.crawl.fetch import fetch_policy
+from ingestion.crawl.strategies import fetch_and_extract
+from ingestion.files import parse_fetched_file
+from ingestion.kinds.registry import get_kind
+from ingestion.parsers.base import ParseError
 from sources.models import Document, Source, Status
 from sources.tenancy import workspace_scope
 
@@ -28,57 +32,20 @@ log = logging.getLogger(__name__)
 FRIENDLY_RATE_LIMIT = "The site is rate-limiting us; we'll retry automatically."
 
 
-def fetch_policy() -> FetchPolicy:
-    return FetchPolicy(
-        allow_private_networks=settings.CRAWL_ALLOW_PRIVATE_NETWORKS,
-        allowed_networks=tuple(settings.CRAWL_ALLOWED_NETWORKS),
-        max_bytes=settings.CRAWL_MAX_SOURCE_BYTES,
-        total_timeout_s=settings.CRAWL_FETCH_TIMEOUT,
-    )
-
-
 # --- expanding a source into pages ----------------------------------------------------------------
 
 
 def source_expand(*, source: Source) -> list[int]:
     """Claim a pending source, list its pages as documents, and return the ids of those to crawl."""
-    from ingestion.crawl.feed import fetch_feed
-    from ingestion.crawl.sitemap import fetch_sitemap
-
     with workspace_scope(source.workspace_id):
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
             status=Status.CRAWLING, error="", error_detail="", notice=""
         )
         if claimed != 1:
             return []
-        url = source.config["url"]
-        notice = ""
         try:
-            if source.kind == "sitemap":
-                limit = source.config.get("max_pages") or settings.CRAWL_MAX_PAGES_PER_SOURCE
-                result = fetch_sitemap(
-                    url, fetch_policy(), max_pages=min(limit, settings.CRAWL_MAX_PAGES_PER_SOURCE)
-                )
-                urls = result.urls
-                if result.truncated:
-                    notice = (
-                        f"This site lists more pages than the limit of {len(urls)}; "
-                        f"{'at least ' if result.left_out else ''}{result.left_out or 'some'} were left out."
-                    )
-                if not urls:
-                    raise PermanentFetchError("The sitemap lists no pages.", "; ".join(result.errors))
-            elif source.kind == "feed":
-                feed = fetch_feed(url, fetch_policy())
-                urls = list(dict.fromkeys(item.url for item in feed.items if item.url))
-                if len(urls) > settings.CRAWL_MAX_PAGES_PER_SOURCE:
-                    kept = settings.CRAWL_MAX_PAGES_PER_SOURCE
-                    notice = f"The feed has {len(urls)} items; the first {kept} were kept."
-                    urls = urls[:kept]
-                if not urls:
-                    raise PermanentFetchError("The feed has no items with links.", url)
-            else:
-                urls = [url]
-            return _documents_for(source, urls, notice)
+            expansion = get_kind(source.kind).expand(source=source)
+            return _documents_for(source, expansion.urls, expansion.notice)
         except FetchError as exc:
             Source.objects.filter(id=source.id).update(
                 status=Status.FAILED, error=exc.message[:500], error_detail=exc.detail
@@ -135,7 +102,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             headers["If-Modified-Since"] = document.last_modified
         try:
             _check_robots(document.url)
-            crawled = crawl_page(
+            crawled = fetch_and_extract(
                 document.url,
                 fetch_policy(),
                 order=document.source.config.get("strategies") or settings.CRAWL_STRATEGIES,
@@ -171,9 +138,10 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             )
             return PageOutcome()
         if extracted is None:
-            return _fail(
-                document, "This address is not a web page we can read.", f"content type {page.content_type}"
-            )
+            try:
+                extracted = parse_fetched_file(page)
+            except ParseError as exc:
+                return _fail(document, exc.message, f"{exc.reason}: {exc.detail} ({page.content_type})")
         content_hash = hashlib.sha256(extracted.text.encode()).hexdigest()
         if content_hash == document.content_hash and document.chunks.exists():
             # Unchanged since the last crawl: nothing to re-embed.
@@ -217,68 +185,3 @@ def page_timed_out(*, document: Document) -> None:
         _fail(
             document, "This page took too long to crawl.", f"time limit of {settings.CRAWL_PAGE_TIME_LIMIT}s"
         )
-
-
-# --- recrawl and the sweeper ------------------------------------------------------------------------
-
-
-def source_recrawl(*, source: Source) -> bool:
-    """Crawl a URL source again; unchanged pages are not re-embedded."""
-    from ingestion import tasks
-    from sources.kinds import CRAWLED_KINDS
-
-    if source.kind not in CRAWLED_KINDS:
-        return False
-    with workspace_scope(source.workspace_id):
-        updated = (
-            Source.objects.filter(id=source.id)
-            .exclude(status__in=[Status.PENDING, Status.CRAWLING])
-            .update(status=Status.PENDING)
-        )
-    if updated:
-        workspace_id, source_id = source.workspace_id, source.id
-        transaction.on_commit(
-            lambda: tasks.crawl_source.delay(workspace_id=workspace_id, source_id=source_id)
-        )
-    return bool(updated)
-
-
-def sweep_stalled() -> dict[str, int]:
-    """Fail what has been in flight for too long, so nothing stays pending or running forever.
-
-    A page whose worker was killed (time limit, crash, deploy) never reports back; its row keeps an old
-    `updated_at`. Operators see the reason; the source's status is then derived again.
-    """
-    from ingestion.services import source_refresh_status
-
-    cutoff = timezone.now() - timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
-    stalled = Document.unscoped.filter(
-        status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING], updated_at__lt=cutoff
-    ).values_list("id", "workspace_id", "source_id", "status")
-    failed = 0
-    touched: dict[int, int] = {}
-    for document_id, workspace_id, source_id, status in stalled[:5000]:
-        message = {
-            Status.PENDING: "This page waited too long for a crawler; we stopped waiting.",
-            Status.CRAWLING: "The crawl of this page was interrupted.",
-            Status.INDEXING: "Indexing this page was interrupted.",
-        }[status]
-        failed += Document.unscoped.filter(id=document_id, status=status, updated_at__lt=cutoff).update(
-            status=Status.FAILED,
-            error=message,
-            error_detail=f"stalled in {status} since before {cutoff.isoformat()}",
-        )
-        touched[source_id] = workspace_id
-    # Sources stuck in an active state with nothing in flight (e.g. a killed expansion) also end.
-    stuck_sources = Source.unscoped.filter(
-        status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING], updated_at__lt=cutoff
-    ).values_list("id", "workspace_id")
-    for source_id, workspace_id in stuck_sources:
-        touched[source_id] = workspace_id
-    for source_id, workspace_id in touched.items():
-        with workspace_scope(workspace_id):
-            source_refresh_status(source_id=source_id)
-            Source.objects.filter(
-                id=source_id, status__in=[Status.PENDING, Status.CRAWLING], pages_total=0
-            ).update(status=Status.FAILED, error="This source's crawl was interrupted; try Recrawl.")
-    return {"documents_failed": failed, "sources_checked": len(touched)}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.safety import (
+from ingestion.crawl.fetch import (
     USER_AGENT,
     BlockedAddressError,
     FetchPolicy,

@@ -13,9 +13,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sources import access, services
 from sources.models import ApiKey, Membership
-from sources.selectors import current_membership
 from sources.tenancy import workspace_scope
-from sources.views import _forbidden, _layout
+from sources.web.decorators import forbidden
+from sources.web.lookups import current_membership
+from sources.web.views.common import layout
 
 
 def _membership(request: HttpRequest) -> Membership:
@@ -29,7 +30,7 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
     with workspace_scope(membership.workspace_id):
         members = list(Membership.objects.select_related("user").order_by("user__username"))
         keys = list(ApiKey.objects.order_by("revoked_at", "-created_at"))
-    context = _layout(
+    context = layout(
         request,
         membership,
         page="workspace",
@@ -43,7 +44,7 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
 
 def _refused(request: HttpRequest, membership: Membership, error: access.AccessError) -> HttpResponse:
     if not membership.can_manage:
-        return _forbidden(request)
+        return forbidden(request)
     return _page(request, membership, status=400, error=error.message)
 
 
@@ -119,7 +120,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
 def api_key_new(request: HttpRequest) -> HttpResponse:
     actor = _membership(request)
     if not actor.can_manage:
-        return _forbidden(request)
+        return forbidden(request)
     name = request.POST.get("name", "").strip()[:100] or "default"
     api_key, raw_key = services.api_key_create(workspace=actor.workspace, name=name)
     # Rendered, not redirected: the key is shown this once and never kept in a session or a message.

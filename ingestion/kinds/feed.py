@@ -1,0 +1,39 @@
+"""An RSS or Atom feed: each item's page is fetched and kept."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from ingestion.crawl.errors import PermanentFetchError
+from ingestion.crawl.feed import fetch_feed
+from ingestion.crawl.fetch import fetch_policy
+from ingestion.kinds.base import Expansion, FetchedKind
+from ingestion.kinds.url import UrlConfig
+from sources.models import Source
+
+
+class FeedConfig(UrlConfig):
+    pass
+
+
+class FeedKind(FetchedKind):
+    name = "feed"
+    label = "Feed"
+    icon = "rss"
+    unit = ("item", "items")
+    config_model = FeedConfig
+    add_label = "Feed"
+    add_help = "An RSS or Atom feed: each item's page is fetched and kept."
+
+    def expand(self, *, source: Source) -> Expansion:
+        url = source.config["url"]
+        feed = fetch_feed(url, fetch_policy())
+        urls = list(dict.fromkeys(item.url for item in feed.items if item.url))
+        notice = ""
+        if len(urls) > settings.CRAWL_MAX_PAGES_PER_SOURCE:
+            kept = settings.CRAWL_MAX_PAGES_PER_SOURCE
+            notice = f"The feed has {len(urls)} items; the first {kept} were kept."
+            urls = urls[:kept]
+        if not urls:
+            raise PermanentFetchError("The feed has no items with links.", url)
+        return Expansion(urls, notice)

@@ -1,0 +1,48 @@
+"""Pasted text: one document, kept word for word."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from pydantic import field_validator
+
+from ingestion.kinds.base import KindConfig, SourceKind
+from sources.models import Document, Source
+
+
+class TextConfig(KindConfig):
+    content: str
+
+    @field_validator("content")
+    @classmethod
+    def within_limit(cls, value: str) -> str:
+        limit = settings.TEXT_SOURCE_MAX_CHARS
+        if len(value) > limit:
+            raise ValueError(f"Text is {len(value):,} characters; the limit is {limit:,}.")
+        if not value.strip():
+            raise ValueError("This is empty: paste the text to add.")
+        return value
+
+
+class TextKind(SourceKind):
+    name = "text"
+    label = "Text"
+    icon = "lines"
+    unit = ("text", "texts")
+    config_model = TextConfig
+    add_label = "Text"
+    add_help = "Paste an answer, a policy, release notes: anything the agent should know word for word."
+    form_fields = ("content",)
+
+    def settings_of(self, config: TextConfig) -> dict:
+        return {}  # the text itself is the document; nothing else is set
+
+    def create(self, *, source: Source, config: TextConfig) -> None:
+        Document.objects.create(
+            source=source,
+            title=source.title,
+            text=config.content,
+            content_hash=hashlib.sha256(config.content.encode()).hexdigest(),
+        )
+        Source.objects.filter(id=source.id).update(pages_total=1, state={"chars": len(config.content)})

@@ -1,0 +1,263 @@
+"""Every write to a source's life: create, upload, replace an upload, delete, reindex, recrawl, cancel, retry
+failed pages. The API, the web UI, the Django admin, the widget's visited pages and the management commands
+all call these, and this is the only module that queues ingestion work (besides a task re-queueing itself).
+
+What differs by kind is asked of the kind (ingestion/kinds/); nothing here names one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from ingestion import files as storage
+from ingestion.indexing import delete_source_chunks, source_refresh_status
+from ingestion.kinds.base import KindError
+from ingestion.kinds.registry import get_kind, validate_config
+from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
+from retrieval import cache as semantic_cache
+from sources.models import ACTIVE_STATUSES, Document, Source, Status, Workspace
+from sources.tenancy import workspace_scope
+
+__all__ = [
+    "KindError",
+    "UploadTooLarge",
+    "queue_page_jobs",
+    "retry_failed",
+    "source_cancel",
+    "source_create",
+    "source_delete",
+    "source_index_now",
+    "source_recrawl",
+    "source_reindex",
+    "upload_create",
+    "upload_replace",
+]
+
+
+def _agent(agent_id: Any) -> Any:
+    """The agent of that id in the current workspace, or None. The model is reached through the source's
+    foreign key, so this layer does not import the agents app that sits above it."""
+    agent_model = Source._meta.get_field("agent").related_model
+    return agent_model.objects.filter(id=agent_id).first() if str(agent_id).isdigit() else None
+
+
+def _queue(task_name: str, source: Source) -> None:
+    from ingestion import tasks
+
+    task = getattr(tasks, task_name)
+    workspace_id, source_id = source.workspace_id, source.id
+    transaction.on_commit(lambda: task.delay(workspace_id=workspace_id, source_id=source_id))
+
+
+# --- creating ------------------------------------------------------------------------------------------
+
+
+def source_create(*, workspace: Workspace, agent_id: Any, kind: str, title: str, payload: dict) -> Source:
+    """Validate and store a new source, then queue its ingestion once the transaction commits.
+
+    Raises KindError (field -> messages) for anything a person should correct; nothing is written then.
+    """
+    errors: dict[str, list[str]] = {}
+    with workspace_scope(workspace.id):
+        agent = _agent(agent_id)
+        if agent is None:
+            errors["agent"] = ["No agent with this id in your workspace."]
+        config = None
+        try:
+            source_kind = get_kind(kind)
+            config = validate_config(kind, payload)
+        except KindError as exc:
+            errors.update(exc.errors)
+        title = (title or "").strip() or (source_kind.default_title(config) if config is not None else "")
+        if not title and "kind" not in errors:
+            errors["title"] = ["A title is required."]
+        elif len(title) > 300:
+            errors["title"] = ["A title is at most 300 characters."]
+        if errors:
+            raise KindError(errors)
+        with transaction.atomic():
+            source = Source.objects.create(
+                agent=agent, kind=kind, title=title, config=source_kind.settings_of(config)
+            )
+            source_kind.create(source=source, config=config)
+            _queue(source_kind.ingest_task, source)
+    return source
+
+
+def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: str = "") -> list[Source]:
+    """One upload source per file. Limits are checked before anything is stored."""
+    if not files:
+        raise KindError({"file": ["Attach at least one file."]})
+    if len(files) > settings.UPLOAD_MAX_FILES_PER_REQUEST:
+        raise KindError({"file": [f"At most {settings.UPLOAD_MAX_FILES_PER_REQUEST} files at once."]})
+    for upload in files:
+        check_upload_size(upload)
+    with workspace_scope(workspace.id):
+        agent = _agent(agent_id)
+        if agent is None:
+            raise KindError({"agent": ["No agent with this id in your workspace."]})
+        uploads = Source.objects.filter(kind=UploadKind.name).only("state")
+        used = sum(s.state.get("size", 0) for s in uploads)
+        incoming = sum(u.size for u in files)
+        if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
+            raise UploadTooLarge(
+                f"This workspace's files would take {human_size(used + incoming)}; "
+                f"the limit is {human_size(settings.UPLOAD_MAX_WORKSPACE_BYTES)}. Delete some files first."
+            )
+        created = []
+        with transaction.atomic():
+            for upload in files:
+                filename = upload_filename(upload)
+                source = Source.objects.create(
+                    agent=agent,
+                    kind=UploadKind.name,
+                    title=(title if len(files) == 1 and title else filename)[:300],
+                    config={"filename": filename},
+                    state={"size": upload.size},
+                )
+                _store(source, upload)
+                created.append(source)
+                _queue(UploadKind.ingest_task, source)
+        return created
+
+
+def _store(source: Source, upload: Any) -> None:
+    path, digest = storage.store_original(source, upload)
+    source.state.update(storage_path=path, sha256=digest)
+    Source.objects.filter(id=source.id).update(state=source.state)
+
+
+def upload_replace(*, source: Source, upload: Any) -> None:
+    """Store a new original for a file source (e.g. one whose stored text is gone), then index it again."""
+    if source.kind != UploadKind.name:
+        raise KindError({"file": ["Only file sources can be uploaded again."]})
+    if source.status in ACTIVE_STATUSES:
+        raise KindError({"file": ["This file is being processed; wait until it has finished."]})
+    check_upload_size(upload)
+    with workspace_scope(source.workspace_id):
+        storage.delete_files(source.workspace_id, source.id)  # stale segments must not be read back
+        source.config = {"filename": upload_filename(upload)}
+        source.state = {"size": upload.size}
+        _store(source, upload)
+        Source.objects.filter(id=source.id).update(config=source.config, error="", error_detail="")
+        source_reindex(source=source)
+
+
+# --- deleting ------------------------------------------------------------------------------------------
+
+
+def source_delete(*, source: Source) -> None:
+    """Delete a source with its documents, chunks, vector points and stored files.
+
+    The database rows go in one transaction, after the store has dropped the vector points (a store
+    that fails aborts the whole delete, so no point outlives its chunk); files go once it commits.
+    """
+    workspace_id, source_id = source.workspace_id, source.id
+    with workspace_scope(workspace_id), transaction.atomic():
+        delete_source_chunks(source=source)
+        source.delete()
+        transaction.on_commit(lambda: storage.delete_files(workspace_id, source_id))
+    semantic_cache.invalidate(workspace_id=workspace_id, agent_id=source.agent_id)
+
+
+# --- processing again ----------------------------------------------------------------------------------
+
+
+def source_reindex(*, source: Source, queue: bool = True) -> bool:
+    """Chunk and embed a source again from what is kept: a text's content, an upload's segments, a
+    crawled page's extracted text. Nothing is fetched or uploaded again.
+
+    With queue=False the source is only marked pending; the caller runs `source_index_now` itself
+    (the `reindex` command does, to rebuild the vector index once after a bulk reindex)."""
+    kind = get_kind(source.kind)
+    with workspace_scope(source.workspace_id):
+        updated = (
+            Source.objects.filter(id=source.id)
+            .exclude(status__in=ACTIVE_STATUSES)
+            .update(status=Status.PENDING, error="", error_detail="")
+        )
+        if not updated:
+            return False
+        kind.prepare_reindex(source=source)
+        if queue:
+            _queue(kind.reindex_task, source)
+    return True
+
+
+def source_index_now(*, source: Source) -> None:
+    """What the index task of a pending source does, in this process."""
+    with workspace_scope(source.workspace_id):
+        get_kind(source.kind).index(source=source)
+
+
+def source_recrawl(*, source: Source) -> bool:
+    """Fetch a web source's pages again; unchanged pages are not re-embedded. False for kinds that fetch
+    nothing and for a source already crawling."""
+    kind = get_kind(source.kind)
+    if not kind.fetches_pages:
+        return False
+    with workspace_scope(source.workspace_id):
+        updated = (
+            Source.objects.filter(id=source.id)
+            .exclude(status__in=[Status.PENDING, Status.CRAWLING])
+            .update(status=Status.PENDING)
+        )
+        if updated:
+            _queue(kind.ingest_task, source)
+    return bool(updated)
+
+
+def retry_failed(*, source: Source) -> int:
+    """Queue the source's failed pages again (fetched again for web kinds, indexed again otherwise).
+    Returns how many were queued; 0 when there are none or the source is busy."""
+    kind = get_kind(source.kind)
+    with workspace_scope(source.workspace_id), transaction.atomic():
+        if Source.objects.filter(id=source.id, status__in=ACTIVE_STATUSES).exists():
+            return 0
+        failed = list(
+            Document.objects.filter(source_id=source.id, status=Status.FAILED).values_list("id", flat=True)
+        )
+        if not failed:
+            return 0
+        if not kind.fetches_pages:
+            return len(failed) if source_reindex(source=source) else 0
+        Document.objects.filter(id__in=failed).update(status=Status.PENDING, error="", error_detail="")
+        source_refresh_status(source_id=source.id)
+        queue_page_jobs(workspace_id=source.workspace_id, document_ids=failed)
+    return len(failed)
+
+
+def queue_page_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
+    """One crawl job per page, staggered so a big sitemap does not hit the site all at once."""
+    from ingestion import tasks
+
+    stagger = settings.CRAWL_STAGGER_SECONDS
+
+    def publish() -> None:
+        for i, document_id in enumerate(document_ids):
+            tasks.crawl_page.apply_async(
+                kwargs={"workspace_id": workspace_id, "document_id": document_id},
+                countdown=i * stagger if stagger else None,
+            )
+
+    transaction.on_commit(publish)
+
+
+def source_cancel(*, source: Source, by: str) -> bool:
+    """Stop a source's work in progress: its pending and running pages fail with a reason (queued jobs
+    then find nothing to claim), and the source settles to done or failed from what finished."""
+    with workspace_scope(source.workspace_id):
+        cancelled = Document.objects.filter(source_id=source.id, status__in=ACTIVE_STATUSES).update(
+            status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}"
+        )
+        active = Source.objects.filter(id=source.id, status__in=ACTIVE_STATUSES)
+        if not cancelled and not active.exists():
+            return False
+        source_refresh_status(source_id=source.id)
+        Source.objects.filter(id=source.id, status__in=ACTIVE_STATUSES).update(
+            status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}"
+        )
+    return True

@@ -1,0 +1,85 @@
+"""What the admin UI's forms submit, turned into lifecycle calls: the "Add source" dialog (one form carrying
+every kind's inputs, of which the chosen kind's fields are used) and the "Discover pages" list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from agents.models import Agent
+from ingestion import lifecycle
+from ingestion.crawl.discover import discover
+from ingestion.crawl.errors import FetchError
+from ingestion.crawl.fetch import fetch_policy
+from ingestion.kinds.base import KindError
+from ingestion.kinds.registry import addable_kinds
+from ingestion.kinds.upload import UploadTooLarge
+from ingestion.kinds.url import UrlKind
+from sources.models import Source, Workspace
+
+
+def source_add(
+    *, workspace: Workspace, agent: Agent, form: dict[str, Any], files: list, content_length: int
+) -> list[Source]:
+    """Raises KindError (field -> messages) or UploadTooLarge, like the lifecycle calls it makes."""
+    offered = {k.name: k for k in addable_kinds()}
+    kind = offered.get(str(form.get("kind", "")))
+    title = str(form.get("title", ""))
+    if kind is None:
+        names = ", ".join(k.add_label.lower() for k in offered.values())
+        raise KindError({"kind": [f"Choose what to add: {names}."]})
+    if "file" in kind.form_fields:
+        ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000
+        if content_length > ceiling:  # refused before anything is stored
+            raise UploadTooLarge("The upload is larger than we accept.")
+        return lifecycle.upload_create(workspace=workspace, agent_id=agent.id, files=files, title=title)
+    payload: dict[str, Any] = {}
+    for field in kind.form_fields:
+        value = str(form.get(field, "") or "")
+        if value.strip() or (
+            field in kind.config_model.model_fields and kind.config_model.model_fields[field].is_required()
+        ):
+            payload[field] = value
+    return [
+        lifecycle.source_create(
+            workspace=workspace, agent_id=agent.id, kind=kind.name, title=title, payload=payload
+        )
+    ]
+
+
+def url_sources_create(*, workspace: Workspace, agent: Agent, pages: list[dict]) -> tuple[list[Source], dict]:
+    """One web-page source per picked page; pages that fail validation are reported by address, the others
+    are still added."""
+    created: list[Source] = []
+    errors: dict[str, list[str]] = {}
+    for page in pages[: settings.CRAWL_MAX_PAGES_PER_SOURCE]:
+        url = str(page.get("url") or "").strip()
+        title = str(page.get("title") or "").strip()[:300]
+        try:
+            created.append(
+                lifecycle.source_create(
+                    workspace=workspace,
+                    agent_id=agent.id,
+                    kind=UrlKind.name,
+                    title=title,
+                    payload={"url": url},
+                )
+            )
+        except KindError as exc:
+            errors[url or "url"] = [m for messages in exc.errors.values() for m in messages]
+    return created, errors
+
+
+def discover_pages(domain: str) -> list[dict[str, Any]]:
+    """The pages found on a domain, for the "Discover" list; a fetch problem becomes a field error."""
+    domain = domain.strip()
+    if not domain:
+        raise KindError({"domain": ["Type a domain, like example.com."]})
+    if len(domain) > 300:
+        raise KindError({"domain": ["A domain is at most 300 characters."]})
+    try:
+        pages = discover(domain, fetch_policy())
+    except FetchError as exc:
+        raise KindError({"domain": [exc.message]}) from exc
+    return [{"url": p.url, "title": p.title or "", "found_by": p.found_by} for p in pages]

@@ -1,0 +1,37 @@
+"""The rows a page is about, looked up for the signed-in person: another workspace's agent or source is a
+404, like a missing one. (Selectors stay free of requests and HTTP errors; this is where they meet.)"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import Http404, HttpRequest
+
+from agents.models import Agent
+from sources.models import Membership, Source
+from sources.selectors import membership_in, memberships_of
+
+
+def current_membership(request: HttpRequest) -> Membership | None:
+    memberships = memberships_of(request.user)
+    chosen = request.session.get("workspace_id")
+    for membership in memberships:
+        if membership.workspace_id == chosen:
+            return membership
+    return memberships[0] if memberships else None
+
+
+def agent_for(user: AbstractBaseUser, agent_id: int) -> tuple[Agent, Membership]:
+    """The agent and the user's membership of its workspace; another workspace's agent is a 404."""
+    agent = Agent.unscoped.select_related("workspace").filter(id=agent_id).first()
+    membership = membership_in(user, agent.workspace_id) if agent else None
+    if agent is None or membership is None:
+        raise Http404("No such agent.")
+    return agent, membership
+
+
+def source_for(user: AbstractBaseUser, source_id: int) -> tuple[Source, Membership]:
+    source = Source.unscoped.select_related("agent", "workspace").filter(id=source_id).first()
+    membership = membership_in(user, source.workspace_id) if source else None
+    if source is None or membership is None:
+        raise Http404("No such source.")
+    return source, membership

@@ -1,0 +1,127 @@
+"""The admin UI's pages about agents: the workspace's home, a new agent, its settings, test retrieval and
+deletion. Everyone in a workspace sees them; only owners and admins change anything."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from agents import services as agent_services
+from agents.forms import AgentSettingsForm
+from agents.models import Agent
+from sources import selectors
+from sources.models import Membership, Source
+from sources.tenancy import workspace_scope
+from sources.web import presenters
+from sources.web.decorators import for_agent, forbidden, manager_required
+from sources.web.lookups import current_membership
+from sources.web.views.common import layout
+
+
+@login_required
+@require_GET
+def app_home(request: HttpRequest) -> HttpResponse:
+    membership = current_membership(request)
+    if membership is None:
+        return render(request, "app/no_workspace.html", status=403)
+    overview = presenters.agents_overview(membership.workspace_id)
+    return render(request, "app/home.html", layout(request, membership, overview=overview))
+
+
+@login_required
+@require_POST
+def workspace_switch(request: HttpRequest) -> HttpResponse:
+    chosen = request.POST.get("workspace", "")
+    membership = selectors.membership_in(request.user, int(chosen)) if chosen.isdigit() else None
+    if membership is None:
+        raise Http404("You are not a member of that workspace.")
+    request.session["workspace_id"] = membership.workspace_id
+    return redirect("app-home")
+
+
+@login_required
+@require_POST
+def agent_new(request: HttpRequest) -> HttpResponse:
+    membership = current_membership(request)
+    if membership is None:
+        raise Http404
+    if not membership.can_manage:
+        return forbidden(request)
+    name = request.POST.get("name", "").strip()
+    if not name:
+        messages.error(request, "Give the agent a name.")
+        return redirect("app-home")
+    agent = agent_services.agent_create(workspace=membership.workspace, name=name)
+    return redirect("app-agent-sources", agent_id=agent.id)
+
+
+@require_http_methods(["GET", "POST"])
+@for_agent
+@manager_required
+def agent_delete(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+    """GET: what goes with the agent; POST: delete it, once its name is typed back."""
+    with workspace_scope(agent.workspace_id):
+        counts = Source.objects.filter(agent_id=agent.id).aggregate(
+            sources=Count("id"), chunks=Coalesce(Sum("chunks_count"), 0)
+        )
+    error, status = "", 200
+    if request.method == "POST":
+        if request.POST.get("confirm_name", "").strip() == agent.name.strip():
+            name = agent.name
+            agent_services.agent_delete(agent=agent)
+            messages.success(request, f"Deleted {name}.")
+            return redirect("app-home")
+        error, status = f"Type {agent.name} exactly to confirm.", 400
+    context = layout(request, membership, agent=agent, tab="settings", counts=counts, error=error)
+    return render(request, "app/agent_delete.html", context, status=status)
+
+
+@login_required
+@require_GET
+def agent_home(request: HttpRequest, agent_id: int) -> HttpResponse:
+    return redirect("app-agent-sources", agent_id=agent_id)
+
+
+@require_GET
+@for_agent
+def agent_test(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+    """Ask a question and see the passages the agent would get, with their scores, and the gate's verdict."""
+    query = request.GET.get("q", "").strip()[:2000]
+    result = presenters.retrieval_test(agent=agent, query=query) if query else None
+    context = layout(request, membership, agent=agent, tab="test", query=query, result=result)
+    return render(request, "app/agent_test.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@for_agent
+def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+    if request.method == "POST":
+        if not membership.can_manage:
+            return forbidden(request)
+        form = AgentSettingsForm(request.POST, instance=agent)
+        if form.is_valid():
+            form.save()
+            messages.success(request, "Settings saved.")
+            return redirect("app-agent-settings", agent_id=agent.id)
+    else:
+        form = AgentSettingsForm(instance=agent)
+    if not membership.can_manage:
+        for field in form.fields.values():
+            field.disabled = True
+    host = request.build_absolute_uri("/").rstrip("/")
+    context = layout(
+        request,
+        membership,
+        agent=agent,
+        tab="settings",
+        form=form,
+        snippet=presenters.widget_snippet(host=host, agent=agent),
+        preview_url=reverse("agent-preview-chat", args=[agent.id]),
+    )
+    return render(request, "app/agent_settings.html", context)

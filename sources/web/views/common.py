@@ -1,0 +1,40 @@
+"""What the admin UI's views share: reading a body, the page frame, JSON errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+
+from agents.models import Agent
+from sources.models import Membership
+from sources.selectors import memberships_of
+from sources.tenancy import workspace_scope
+
+
+def errors_response(errors: dict, status: int = 400) -> JsonResponse:
+    return JsonResponse(errors, status=status)
+
+
+def body_of(request: HttpRequest) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        try:
+            body = json.loads(request.body or b"{}")
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
+    return request.POST.dict()
+
+
+def layout(request: HttpRequest, membership: Membership, **extra: Any) -> dict[str, Any]:
+    """What every page of the app shows around its content: the workspace switcher and the agents."""
+    with workspace_scope(membership.workspace_id):
+        agents = list(Agent.objects.order_by("name", "id").only("id", "name"))
+    return {
+        "membership": membership,
+        "memberships": memberships_of(request.user),
+        "nav_agents": agents,
+        "can_manage": membership.can_manage,
+        **extra,
+    }
