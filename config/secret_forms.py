@@ -30,10 +30,14 @@ class SecretFieldsFormMixin:
 
     instance: models.Model
     fields: dict[str, forms.Field]
+    initial: dict[str, Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name in self._secret_names():
+            # Not even in the form's initial data: no widget can render it, and an empty submission
+            # reads as "unchanged" in the admin's history.
+            self.initial[name] = ""
             if getattr(self.instance, name):
                 self.fields[
                     name
