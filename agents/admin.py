@@ -64,5 +64,10 @@ class ConversationAdmin(UnscopedAdmin):
 
 @admin.register(Message)
 class MessageAdmin(UnscopedAdmin):
-    list_display = ["conversation", "role", "tool_name", "created_at"]
+    list_display = ["conversation", "role", "tool_name", "failure", "created_at"]
     list_filter = ["role", "workspace"]
+
+    @admin.display(description="Why the turn failed")
+    def failure(self, message: Message) -> str:
+        # Visitors saw a generic line; the reason (and its detail, on the message's page) is kept here.
+        return message.metadata.get("error", "")

@@ -92,3 +92,6 @@ def test_a_model_url_that_became_private_is_refused_at_call_time(
         logged = [m.metadata for m in Message.objects.filter(role="assistant")]
     assert len(logged) == 3
     assert all("refused" in m["error"] and "private network" in m["error_detail"] for m in logged)
+    operator = get_user_model().objects.create_superuser("ops", "ops@example.com", "pw-for-tests-123")
+    client.force_login(operator)
+    assert "The model base URL was refused" in client.get("/admin/agents/message/").content.decode()
