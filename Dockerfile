@@ -7,7 +7,7 @@ WORKDIR /app
 COPY requirements.lock .
 RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock
 COPY . .
-RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput -v 0
+RUN DJANGO_SECRET_KEY=build-only FIELD_ENCRYPTION_KEYS=build-only python manage.py collectstatic --noinput -v 0
 RUN useradd --system --home /app grounded && mkdir -p /app/media && chown grounded /app/media
 USER grounded
 EXPOSE 8000

@@ -4,10 +4,13 @@ from django.http import HttpRequest
 
 from agents.models import Agent, Conversation, Message
 from agents.prompts import template_problems
+from config.secret_forms import SecretFieldsAdminMixin, SecretFieldsFormMixin
 from sources.admin import UnscopedAdmin
 
 
-class AgentForm(forms.ModelForm):
+class AgentForm(SecretFieldsFormMixin, forms.ModelForm):
+    clear_llm_api_key = forms.BooleanField(required=False, label="Remove the saved model API key")
+
     class Meta:
         model = Agent
         fields = [
@@ -18,6 +21,7 @@ class AgentForm(forms.ModelForm):
             "llm_base_url",
             "llm_model",
             "llm_api_key",
+            "clear_llm_api_key",
             "retrieval_mode",
             "top_k",
             "min_score",
@@ -30,7 +34,6 @@ class AgentForm(forms.ModelForm):
             "sources_display",
             "auto_sources",
         ]
-        widgets = {"llm_api_key": forms.PasswordInput(render_value=True)}
 
     def clean_context_template(self) -> str:
         template = self.cleaned_data.get("context_template", "")
@@ -41,7 +44,7 @@ class AgentForm(forms.ModelForm):
 
 
 @admin.register(Agent)
-class AgentAdmin(UnscopedAdmin):
+class AgentAdmin(SecretFieldsAdminMixin, UnscopedAdmin):
     form = AgentForm
     list_display = ["name", "workspace", "public_key", "retrieval_mode", "created_at"]
     list_filter = ["workspace", "retrieval_mode"]
@@ -61,5 +64,10 @@ class ConversationAdmin(UnscopedAdmin):
 
 @admin.register(Message)
 class MessageAdmin(UnscopedAdmin):
-    list_display = ["conversation", "role", "tool_name", "created_at"]
+    list_display = ["conversation", "role", "tool_name", "failure", "created_at"]
     list_filter = ["role", "workspace"]
+
+    @admin.display(description="Why the turn failed")
+    def failure(self, message: Message) -> str:
+        # Visitors saw a generic line; the reason (and its detail, on the message's page) is kept here.
+        return message.metadata.get("error", "")

@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 from django import forms
 
 from agents.models import Agent
+from config.secret_forms import SecretFieldsFormMixin
+from config.secrets import SecretInput
 from sources.tenancy import workspace_scope
 
 
@@ -22,7 +24,7 @@ def _origin(line: str) -> str:
     return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
-class AgentSettingsForm(forms.ModelForm):
+class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
     """The agent's settings as owners and admins edit them."""
 
     allowed_origins = forms.CharField(
@@ -30,11 +32,8 @@ class AgentSettingsForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "https://www.example.com"}),
         help_text="The sites the widget may run on, one per line.",
     )
-    llm_api_key = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        label="Model API key",
-    )
+    # Write-only: empty keeps the saved key, the box below removes it (SecretFieldsFormMixin).
+    llm_api_key = forms.CharField(required=False, widget=SecretInput, label="Model API key")
     clear_llm_api_key = forms.BooleanField(required=False, label="Remove the saved key")
     llm_base_url = forms.URLField(
         required=False,
@@ -115,12 +114,6 @@ class AgentSettingsForm(forms.ModelForm):
         if errors:
             raise forms.ValidationError(errors)
         return template
-
-    def clean_llm_api_key(self) -> str:
-        key = self.cleaned_data["llm_api_key"].strip()
-        if self.data.get("clear_llm_api_key"):
-            return ""
-        return key or self.instance.llm_api_key  # an empty field keeps the saved key
 
     def save(self, commit: bool = True) -> Agent:
         with workspace_scope(self.instance.workspace_id):

@@ -7,6 +7,8 @@ import uuid
 
 from django.db import models
 
+from config.outbound import validate_outbound_url
+from config.secrets import EncryptedTextField
 from sources.tenancy import TenantModel
 
 
@@ -31,8 +33,9 @@ class Agent(TenantModel):
     system_prompt = models.TextField(blank=True)
 
     # The model. Empty base URL: the built-in extractive answerer, no generative model needed.
-    llm_base_url = models.URLField(blank=True)
-    llm_api_key = models.CharField(max_length=500, blank=True)
+    # Typed by a workspace admin, so held to the outbound address policy when saved and again when called.
+    llm_base_url = models.URLField(blank=True, validators=[validate_outbound_url])
+    llm_api_key = EncryptedTextField(blank=True, verbose_name="model API key")
     llm_model = models.CharField(max_length=200, blank=True)
 
     # Retrieval.

@@ -60,6 +60,7 @@ class TurnContext:
     user_text: str
     audiences: list[str]
     show_hits: bool
+    show_errors: bool = False
     numbered: list[NumberedPassage] = field(default_factory=list)
     searches: list[list[Passage]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=lambda: {"grounded": True})
@@ -136,11 +137,18 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
 
 
 def run_turn(
-    *, agent: Agent, conversation: Conversation, user_text: str, audiences: list[str], show_hits: bool = False
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    user_text: str,
+    audiences: list[str],
+    show_hits: bool = False,
+    show_errors: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Answer one user message. `audiences` and `show_hits` come from server-side decisions only."""
+    """Answer one user message. `audiences`, `show_hits` and `show_errors` (why a turn failed, for the
+    agent's admins) come from server-side decisions only."""
     with workspace_scope(agent.workspace_id):
-        turn = TurnContext(agent, conversation, user_text, audiences, show_hits)
+        turn = TurnContext(agent, conversation, user_text, audiences, show_hits, show_errors)
         history = _history(conversation)
         Message.objects.create(conversation=conversation, role=Message.Role.USER, content=user_text)
         model = chat_model_for(agent)
@@ -364,12 +372,20 @@ def _history(conversation: Conversation) -> list[dict]:
     return [{"role": m.role, "content": m.content} for m in reversed(rows)]
 
 
+VISITOR_ERROR = "Sorry, I can't answer right now. Please try again in a moment."
+
+
 def _error(turn: TurnContext, message: str, detail: str) -> dict:
-    log.warning("chat turn failed for agent %s: %s", turn.agent.id, detail)
+    """The reason goes to the conversation log (and the admin's preview); a visitor gets a generic line,
+    since the reason can describe the agent's set-up (its model URL, a status code, a refused address)."""
+    log.warning("chat turn failed for agent %s: %s (%s)", turn.agent.id, message, detail)
     Message.objects.create(
         conversation=turn.conversation,
         role=Message.Role.ASSISTANT,
         content="",
         metadata={"error": message, "error_detail": detail[:2000]},
     )
-    return {"type": "error", "message": message, "conversation_id": str(turn.conversation.id)}
+    event = {"type": "error", "message": VISITOR_ERROR, "conversation_id": str(turn.conversation.id)}
+    if turn.show_errors:
+        event.update(message=message, detail=detail[:2000])
+    return event

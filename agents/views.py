@@ -47,7 +47,12 @@ def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
         conversation = services.start_conversation(agent=agent, visitor_id=visitor_id)
     with workspace_scope(agent.workspace_id):
         events = services.run_turn(
-            agent=agent, conversation=conversation, user_text=message, audiences=[], show_hits=True
+            agent=agent,
+            conversation=conversation,
+            user_text=message,
+            audiences=[],
+            show_hits=True,
+            show_errors=True,
         )
     return event_stream_response(events)
 

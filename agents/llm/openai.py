@@ -6,17 +6,28 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
 from agents.llm.base import ChatModel, LLMError, ModelEvent, TextDelta, ToolCall
+from config.outbound import (
+    OutboundBlocked,
+    OutboundClient,
+    OutboundError,
+    OutboundPolicy,
+    OutboundTimeout,
+    OutboundTooLarge,
+)
 
 
 class OpenAIChatModel(ChatModel):
-    def __init__(self, *, base_url: str, model: str, api_key: str = "", timeout: float = 60.0) -> None:
+    """`base_url` is set by a workspace admin, so every call goes through the outbound client: checked and
+    pinned addresses, time limits, and a size limit on the streamed answer."""
+
+    def __init__(
+        self, *, base_url: str, model: str, api_key: str = "", policy: OutboundPolicy | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._timeout = httpx.Timeout(timeout, connect=10.0)
+        self._policy = policy
 
     def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
@@ -25,24 +36,22 @@ class OpenAIChatModel(ChatModel):
         if tools:
             body["tools"] = tools
         calls: dict[int, dict[str, str]] = {}
+        url = f"{self.base_url}/chat/completions"
         try:
-            with httpx.stream(
-                "POST",
-                f"{self.base_url}/chat/completions",
-                json=body,
-                headers=self._headers,
-                timeout=self._timeout,
-            ) as response:
+            with (
+                OutboundClient(self._policy) as client,
+                client.stream("POST", url, json=body, headers=self._headers) as response,
+            ):
                 if response.status_code in (401, 403):
-                    raise LLMError("The model provider rejected the API key.", _body(response))
+                    raise LLMError("The model provider rejected the API key.", response.body_start())
                 if response.status_code == 429:
                     raise LLMError(
-                        "The model provider is rate-limiting us; try again shortly.", _body(response)
+                        "The model provider is rate-limiting us; try again shortly.", response.body_start()
                     )
                 if response.status_code >= 400:
                     raise LLMError(
                         f"The model provider answered with an error (HTTP {response.status_code}).",
-                        _body(response),
+                        response.body_start(),
                     )
                 for line in response.iter_lines():
                     if not line.startswith("data:"):
@@ -65,11 +74,15 @@ class OpenAIChatModel(ChatModel):
                             function = call.get("function") or {}
                             slot["name"] += function.get("name") or ""
                             slot["arguments"] += function.get("arguments") or ""
-        except httpx.TimeoutException as exc:
-            raise LLMError("The model took too long to answer.", repr(exc)) from exc
-        except httpx.HTTPError as exc:
-            raise LLMError("We couldn't reach the model provider.", repr(exc)) from exc
-        except (ValueError, KeyError, TypeError) as exc:
+        except OutboundBlocked as exc:
+            raise LLMError(f"The model base URL was refused. {exc.message}", exc.detail) from exc
+        except OutboundTimeout as exc:
+            raise LLMError("The model took too long to answer.", exc.detail) from exc
+        except OutboundTooLarge as exc:
+            raise LLMError("The model's answer was larger than we accept.", exc.detail) from exc
+        except OutboundError as exc:
+            raise LLMError("We couldn't reach the model provider.", f"{exc.message} {exc.detail}") from exc
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise LLMError("The model provider sent an unreadable answer.", repr(exc)) from exc
         for index in sorted(calls):
             slot = calls[index]
@@ -78,10 +91,3 @@ class OpenAIChatModel(ChatModel):
             except ValueError:
                 arguments = {"_unparsed": slot["arguments"]}
             yield ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"], arguments=arguments)
-
-
-def _body(response: httpx.Response) -> str:
-    try:
-        return response.read().decode(errors="replace")[:2000]
-    except httpx.HTTPError:
-        return ""

@@ -206,6 +206,21 @@ CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
 # The operators' stuck-work view lists what has been in flight longer than this (before the sweeper acts).
 STUCK_AFTER = env.int("STUCK_AFTER", default=600)
 
+# --- Outbound calls to URLs tenants configure (config/outbound.py): an agent's model URL, and any per-agent
+# service URL. Unset address settings follow the crawler's policy; metadata addresses are always refused.
+OUTBOUND_ALLOW_PRIVATE_NETWORKS = env.bool("OUTBOUND_ALLOW_PRIVATE_NETWORKS", default=None)
+OUTBOUND_ALLOWED_NETWORKS = env.list("OUTBOUND_ALLOWED_NETWORKS", default=None)
+OUTBOUND_CONNECT_TIMEOUT = env.float("OUTBOUND_CONNECT_TIMEOUT", default=10.0)
+OUTBOUND_READ_TIMEOUT = env.float("OUTBOUND_READ_TIMEOUT", default=60.0)  # longest silence mid-answer
+OUTBOUND_TOTAL_TIMEOUT = env.float("OUTBOUND_TOTAL_TIMEOUT", default=120.0)
+OUTBOUND_MAX_RESPONSE_BYTES = env.int("OUTBOUND_MAX_RESPONSE_BYTES", default=10 * 1024 * 1024)
+
+# --- Secrets at rest (config/secrets.py): Fernet keys, comma-separated, newest first. The first encrypts;
+# every one decrypts, so a new key goes in front and `manage.py rotate_secrets` moves values onto it before
+# the old key is dropped. Empty: a key derived from SECRET_KEY, which production refuses.
+FIELD_ENCRYPTION_KEYS = env.list("FIELD_ENCRYPTION_KEYS", default=[])
+FIELD_ENCRYPTION_DERIVED_KEY_ALLOWED = True
+
 # --- Uploads ---
 UPLOAD_MAX_FILE_BYTES = env.int("UPLOAD_MAX_FILE_BYTES", default=25 * 1024 * 1024)
 UPLOAD_MAX_FILES_PER_REQUEST = env.int("UPLOAD_MAX_FILES_PER_REQUEST", default=20)

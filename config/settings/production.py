@@ -12,3 +12,6 @@ STORAGES = {
     **STORAGES,  # noqa: F405 - the default storage chosen in base (S3 when configured)
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+# Required: a key derived from SECRET_KEY would tie the secrets at rest to the one key that signs sessions.
+FIELD_ENCRYPTION_KEYS = env.list("FIELD_ENCRYPTION_KEYS")
+FIELD_ENCRYPTION_DERIVED_KEY_ALLOWED = False

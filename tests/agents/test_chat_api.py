@@ -5,6 +5,7 @@ import pytest
 from django.test import override_settings
 
 from agents.models import Conversation, Message
+from agents.services import VISITOR_ERROR
 from agents.visitor import sign
 from sources.tenancy import workspace_scope
 from tests.agents.conftest import ORIGIN, chat, events
@@ -154,21 +155,38 @@ def test_tool_mode_lets_the_model_search(client, llm_agent, knowledge, provider)
     assert tool.tool_arguments == {"query": "kettle warranty length"} and tool.tool_result
 
 
-def test_a_model_failure_is_a_clear_error_event_not_a_hung_stream(client, llm_agent, knowledge, provider):
+def test_a_model_failure_is_a_generic_error_event_for_visitors_and_logged_with_its_reason(
+    client, llm_agent, knowledge, provider
+):
     provider.chat = lambda body: {"status": 500}
     stream = events(chat(client, llm_agent, "How long is the kettle warranty?", stream=True))
     assert stream[-1]["type"] == "error"
-    assert "error" in stream[-1]["message"]
+    assert stream[-1]["message"] == VISITOR_ERROR and "detail" not in stream[-1]
     response = chat(client, llm_agent, "How long is the kettle warranty?")
-    assert response.status_code == 502 and "HTTP 500" in response.json()["error"]
+    assert response.status_code == 502 and response.json()["error"] == VISITOR_ERROR
+    with workspace_scope(llm_agent.workspace_id):
+        logged = [m.metadata for m in Message.objects.filter(role="assistant")]
+    assert len(logged) == 2
+    assert all("HTTP 500" in m["error"] and "overloaded" in m["error_detail"] for m in logged)
 
 
-def test_a_wrong_model_key_is_reported_clearly(client, llm_agent, knowledge, provider):
+def test_a_wrong_model_key_is_reported_to_the_admin_not_the_visitor(
+    client, owner, llm_agent, knowledge, provider
+):
     with workspace_scope(llm_agent.workspace_id):
         llm_agent.llm_api_key = "sk-wrong"
         llm_agent.save()
     response = chat(client, llm_agent, "How long is the kettle warranty?")
-    assert response.status_code == 502 and "rejected the API key" in response.json()["error"]
+    assert response.status_code == 502 and response.json()["error"] == VISITOR_ERROR
+    client.force_login(owner)
+    preview = client.post(
+        f"/app/agents/{llm_agent.id}/preview/chat/stream",
+        {"message": "How long is the kettle warranty?"},
+        content_type="application/json",
+    )
+    error = events(preview)[-1]
+    assert error["type"] == "error" and "rejected the API key" in error["message"]
+    assert "Incorrect API key" in error["detail"]
 
 
 def test_when_the_vector_store_is_down_the_chat_proceeds_ungrounded(client, agent, knowledge):

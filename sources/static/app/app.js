@@ -666,6 +666,17 @@
             } else if (data.type === "error") {
               answer.classList.add("error");
               answer.textContent = data.message;
+              if (data.detail && data.detail !== data.message) {
+                const more = document.createElement("details");
+                more.className = "details";
+                const summary = document.createElement("summary");
+                summary.textContent = "Show details";
+                const pre = document.createElement("pre");
+                pre.className = "detail";
+                pre.textContent = data.detail;
+                more.append(summary, pre);
+                answer.append(more);
+              }
             } else if (data.type === "done") {
               conversationId = data.conversation_id;
               answer.textContent = data.answer;
