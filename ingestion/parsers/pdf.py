@@ -108,10 +108,10 @@ def _inside(box: Box, block: Box) -> bool:
 def _ocr_reason(page: PageLayout, body: list[Box]) -> str | None:
     """Why the page must be read from its image, or None when its text layer will do."""
     reading = page.reading
-    if not page.boxes:
-        return "no text layer" if reading.drawn else None
     if reading.text_is_garbage:
         return "garbled text layer"
+    if not page.boxes:
+        return "no text layer" if reading.drawn else None
     body_chars = sum(len(box.text) for box in body if not box.block)
     if body_chars < MIN_BODY_CHARS and reading.image_cover >= IMAGE_PAGE_COVER:
         return "image-only page"
