@@ -9,6 +9,7 @@ since the two differ by two orders of magnitude; sheet rows per second cover XLS
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -17,7 +18,13 @@ from pathlib import Path
 from ingestion.parsers.base import ParseError
 from ingestion.parsers.registry import detect_type, parse_file
 
-DEFAULT_DOCUMENTS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "documents"
+DEFAULT_DOCUMENTS = (
+    Path(
+        os.environ.get("GROUNDED_SHARED_DATA")
+        or Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+    )
+    / "documents"
+)
 SHEET_TYPES = ("spreadsheetml", "ms-excel", "opendocument.spreadsheet", "text/csv", "tab-separated")
 
 

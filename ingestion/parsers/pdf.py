@@ -1,17 +1,16 @@
-"""PDF: text in reading order with pdfplumber, ruled tables as Markdown, scanned pages through Tesseract.
+"""PDF: reading-ordered text from pypdfium2, ruled tables from pdfplumber, unreadable pages through OCR.
 
-pdfplumber (on pdfminer.six) is chosen because it gives every word with its position and finds ruled
-tables, which is what reading order, column detection and header removal need; its pypdfium2 dependency
-renders pages for OCR. pypdf stays as the fallback reader for files pdfminer chokes on.
+Every page's words come from PDFium (pypdfium2), an order of magnitude faster than pdfminer, and go
+through the same reading-order code (`pdf_layout`: columns, running headers, hyphenation). pdfplumber's
+table finder runs only on pages whose drawn lines close a grid (`pdf_text.ruled_cell`), since only there
+can it find a table. Pages without usable text (a scan, text drawn as curves, a font without a Unicode
+map, a full-page image between text pages) are rendered and read by Tesseract. pypdf stays as the
+fallback reader for files PDFium will not open.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from ingestion.parsers.pdf_layout import (
     strip_margins,
     words_to_boxes,
 )
+from ingestion.parsers.pdf_ocr import Ocr, scanned_without_ocr
+from ingestion.parsers.pdf_text import IMAGE_PAGE_COVER, PageReading, read_page
 from ingestion.parsers.tables import markdown_table
 
 log = logging.getLogger(__name__)
@@ -42,13 +43,17 @@ PDF = "application/pdf"
 MAX_TABLE_CELL_LINES = 4
 
 
+# A page with fewer characters than this outside its running header and footer says nothing on its own.
+MIN_BODY_CHARS = 20
+
+
 @dataclass
 class PageLayout:
     boxes: list[Box]
     rules: list[Rule]
-    needs_ocr: bool
     width: float
     height: float
+    reading: PageReading
 
 
 def check_complete(path: Path) -> None:
@@ -64,16 +69,6 @@ def check_complete(path: Path) -> None:
             reason="corrupt",
             final=True,
         )
-
-
-def scanned_without_ocr(detail: str) -> ParseError:
-    return ParseError(
-        "Scanned PDF: no text layer, and text recognition (OCR) is not available on this server. "
-        "Upload a PDF with selectable text, or ask an administrator to install Tesseract.",
-        detail,
-        reason="no_text_layer",
-        final=True,
-    )
 
 
 def _split_banded_rows(rows: list[list[str]]) -> list[list[str]]:
@@ -110,73 +105,67 @@ def _inside(box: Box, block: Box) -> bool:
     return block.x0 <= middle_x <= block.x1 and block.top <= middle_y <= block.bottom
 
 
-def _vertical_rules(page: Any) -> list[Rule]:
-    return [
-        Rule(edge["x0"], edge["top"], edge["bottom"])
-        for edge in page.edges
-        if edge["orientation"] == "v" and edge["bottom"] - edge["top"] > 30
-    ]
+def _ocr_reason(page: PageLayout, body: list[Box]) -> str | None:
+    """Why the page must be read from its image, or None when its text layer will do."""
+    reading = page.reading
+    if reading.text_is_garbage:
+        return "garbled text layer"
+    if not page.boxes:
+        return "no text layer" if reading.drawn else None
+    body_chars = sum(len(box.text) for box in body if not box.block)
+    if body_chars < MIN_BODY_CHARS and reading.image_cover >= IMAGE_PAGE_COVER:
+        return "image-only page"
+    return None
 
 
-def _page_boxes(page: Any) -> tuple[list[Box], list[Rule], bool]:
-    """(boxes, rules, needs_ocr): words outside tables plus table blocks, the vertical rules that
-    separate columns, and whether the page is drawn without any text (a scan, or text as curves)."""
-    words = page.extract_words(x_tolerance=1.5, y_tolerance=3, keep_blank_chars=False)
-    boxes = words_to_boxes(words)
-    if not boxes:
-        drawn = bool(page.images or page.curves or page.rects or page.lines)
-        return [], [], drawn
-    tables = _tables(page)
-    boxes = [box for box in boxes if not any(_inside(box, table) for table in tables)]
-    return boxes + tables, _vertical_rules(page), False
-
-
-@contextmanager
-def _one_openmp_thread() -> Iterator[None]:
-    """Tesseract's OpenMP threads make it ten times slower on two cores (measured: 15 s against 1.6 s a
-    page). pytesseract passes no environment of its own, so the variable is set around the call."""
-    if "OMP_THREAD_LIMIT" in os.environ:
-        yield
-        return
-    os.environ["OMP_THREAD_LIMIT"] = "1"
+def _pdfminer_pages(
+    path: Path, readings: list[PageReading]
+) -> dict[int, tuple[list[dict] | None, list[Box]]]:
+    """pdfplumber's words (where PDFium's cannot be used) and ruled tables (where drawn lines close a
+    grid), page by page; the other pages are never parsed by pdfminer. A file pdfminer refuses keeps
+    PDFium's words and has no tables."""
+    wanted = [i for i, r in enumerate(readings) if r.needs_pdfminer or (r.words and r.may_have_ruled_table)]
+    if not wanted:
+        return {}
     try:
-        yield
-    finally:
-        os.environ.pop("OMP_THREAD_LIMIT", None)
+        pdf = _open(path)
+    except ParseError as exc:
+        log.info("pdfplumber could not open %s: %s", path.name, exc.detail)
+        return {}
+    found: dict[int, tuple[list[dict] | None, list[Box]]] = {}
+    with pdf:
+        for index in wanted:
+            page = pdf.pages[index]
+            words = None
+            if readings[index].needs_pdfminer:
+                words = page.extract_words(x_tolerance=1.5, y_tolerance=3, keep_blank_chars=False)
+            tables = _tables(page) if readings[index].may_have_ruled_table else []
+            found[index] = (words, tables)
+            page.close()  # pdfplumber caches every object of a page; a long PDF would pile them up
+    return found
 
 
-class Ocr:
-    """Tesseract through pytesseract, on pages rendered by pypdfium2."""
+def _read_pages(path: Path) -> list[PageReading]:
+    import pypdfium2
 
-    def __init__(self, options: ParseOptions) -> None:
-        self.options = options
-
-    def available(self) -> bool:
-        return self.options.ocr_enabled and shutil.which(self.options.tesseract_cmd) is not None
-
-    def page_text(self, path: Path, page_index: int) -> str:
-        import pypdfium2
-        import pytesseract
-
-        pytesseract.pytesseract.tesseract_cmd = self.options.tesseract_cmd
+    try:
+        # PDFium tries the empty user password itself, so owner-only protection opens.
         document = pypdfium2.PdfDocument(str(path))
-        try:
-            image = document[page_index].render(scale=self.options.ocr_dpi / 72).to_pil()
-        finally:
-            document.close()
-        try:
-            with _one_openmp_thread():
-                return pytesseract.image_to_string(image, lang=self.options.ocr_languages)
-        except pytesseract.TesseractError as exc:
-            if "Failed loading language" in str(exc) or "data file" in str(exc):
-                raise ParseError(
-                    "Scanned PDF: text recognition for the configured language "
-                    f"({self.options.ocr_languages}) is not installed on this server.",
-                    f"tesseract: {exc}",
-                    reason="ocr_language_missing",
-                    final=True,
-                ) from exc
-            raise
+    except pypdfium2.PdfiumError as exc:
+        if getattr(exc, "err_code", None) == pypdfium2.raw.FPDF_ERR_PASSWORD:
+            raise password_protected(f"pdfium: {exc}") from exc
+        raise corrupt(f"pdfium: {exc}") from exc
+    readings = []
+    try:
+        for index in range(len(document)):
+            page = document[index]
+            try:
+                readings.append(read_page(page))
+            finally:
+                page.close()
+    finally:
+        document.close()
+    return readings
 
 
 def _open(path: Path) -> Any:
@@ -195,7 +184,7 @@ def _open(path: Path) -> Any:
 
 
 class PdfParser(Parser):
-    name = "pdfplumber"
+    name = "pdfium-layout"
 
     def score(self, sniffed_type: str, filename: str) -> int:
         return 100 if sniffed_type == PDF else 0
@@ -203,45 +192,48 @@ class PdfParser(Parser):
     def parse(self, path: Path, filename: str, options: ParseOptions) -> list[Segment]:
         check_complete(path)
         ocr = Ocr(options)
-        pdf = _open(path)
-        with pdf:
-            pages = []
-            for page in pdf.pages:
-                boxes, rules, needs_ocr = _page_boxes(page)
-                pages.append(PageLayout(boxes, rules, needs_ocr, float(page.width), float(page.height)))
-                page.close()  # pdfplumber caches every object of a page; a long PDF would pile them up
-        scanned = [i for i, page in enumerate(pages) if page.needs_ocr]
-        with_text = [i for i, page in enumerate(pages) if page.boxes]
-        if scanned and not ocr.available():
-            if not with_text:
-                raise scanned_without_ocr(f"{len(scanned)} image-only pages, tesseract not found")
-            log.info("%s: %d image-only pages skipped, no OCR", filename, len(scanned))
-            scanned = []
-        if len(scanned) > options.ocr_max_pages:
+        readings = _read_pages(path)
+        from_pdfminer = _pdfminer_pages(path, readings)
+        pages = []
+        for index, reading in enumerate(readings):
+            words, blocks = from_pdfminer.get(index, (None, []))
+            if words is not None:
+                reading.words = words
+            boxes = words_to_boxes(reading.words)
+            boxes = [box for box in boxes if not any(_inside(box, block) for block in blocks)] + blocks
+            pages.append(PageLayout(boxes, reading.rules, reading.width, reading.height, reading))
+        margins = [margin_lines(page.boxes, page.height) for page in pages]
+        repeated = repeated_margin_keys([m for m in margins if m])
+        bodies = [strip_margins(page.boxes, margins[i], repeated, len(pages)) for i, page in enumerate(pages)]
+        reasons = {i: reason for i, page in enumerate(pages) if (reason := _ocr_reason(page, bodies[i]))}
+        if reasons and not ocr.available():
+            if len(reasons) == len(pages) and all(r == "no text layer" for r in reasons.values()):
+                raise scanned_without_ocr(f"{len(reasons)} image-only pages, tesseract not found")
+            log.info("%s: %d pages need OCR, skipped: no OCR", filename, len(reasons))
+            # A garbled text layer is still better than nothing; image-only pages have nothing to give.
+            reasons = {}
+        if len(reasons) > options.ocr_max_pages:
             raise ParseError(
-                f"The scanned PDF has {len(scanned)} pages without text; text recognition is limited to "
-                f"{options.ocr_max_pages} pages per file. Split it into smaller files.",
-                f"{len(scanned)} pages need OCR > ocr_max_pages={options.ocr_max_pages}",
+                f"The scanned PDF has {len(reasons)} pages without usable text; text recognition is limited "
+                f"to {options.ocr_max_pages} pages per file. Split it into smaller files.",
+                f"{len(reasons)} pages need OCR > ocr_max_pages={options.ocr_max_pages}",
                 reason="too_large",
                 final=True,
             )
-        margins = [margin_lines(page.boxes, page.height) for page in pages]
-        repeated = repeated_margin_keys([m for m in margins if m])
         segments = []
         for index, page in enumerate(pages):
             meta: dict = {"page": index + 1}
-            if index in scanned:
+            if index in reasons:
                 text = ocr.page_text(path, index).strip()
-                meta["ocr"] = True
+                meta.update(ocr=True, ocr_reason=reasons[index])
             else:
-                kept = strip_margins(page.boxes, margins[index], repeated, len(pages))
-                text = page_text(kept, page.width, page.rules)
+                text = page_text(bodies[index], page.width, page.rules)
             if text.strip():
                 segments.append(Segment(text, title=f"Page {index + 1}", meta=meta))
-        if not segments and scanned:
+        if not segments and reasons:
             raise ParseError(
                 "Scanned PDF: text recognition found no text on its pages.",
-                f"OCR of {len(scanned)} pages returned nothing",
+                f"OCR of {len(reasons)} pages returned nothing",
                 reason="no_text",
                 final=True,
             )

@@ -143,6 +143,24 @@ def _ruled(rules: list[Rule], left: float, right: float, top: float, bottom: flo
     )
 
 
+def _table_gutter(left: list[Box], right: list[Box]) -> bool:
+    """A gap between the columns of one table, not between two columns of text: most lines on either
+    side have a partner on the same baseline across the gap, and one side holds cells (a word or two a
+    line: dates, amounts) rather than running text. Reading such a table column by column would tear
+    every row (a ledger line: date, description, amount) apart."""
+    left_lines, right_lines = group_lines(left), group_lines(right)
+    fewer, more = sorted((left_lines, right_lines), key=len)
+    spans = [(min(b.top for b in line), max(b.bottom for b in line)) for line in more]
+    paired = 0
+    for line in fewer:
+        top, bottom = min(b.top for b in line), max(b.bottom for b in line)
+        if any(min(bottom, b) - max(top, t) > 0.5 * (bottom - top) for t, b in spans):
+            paired += 1
+    if paired < 0.8 * len(fewer) or len(fewer) < 0.6 * len(more):
+        return False
+    return any(statistics.median(len(line) for line in side) <= 2 for side in (left_lines, right_lines))
+
+
 def _vertical_cut(boxes: list[Box], page_width: float, rules: list[Rule]) -> float | None:
     """The widest gutter that leaves real columns on both sides; a gutter with a rule in it wins."""
     spans = _merged_spans([(b.x0, b.x1) for b in boxes])
@@ -163,7 +181,10 @@ def _vertical_cut(boxes: list[Box], page_width: float, rules: list[Rule]) -> flo
             or len(group_lines(right)) < MIN_COLUMN_LINES
         ):
             continue
-        candidate = (_ruled(rules, left_end, right_start, top, bottom), gap, cut)
+        ruled = _ruled(rules, left_end, right_start, top, bottom)
+        if not ruled and _table_gutter(left, right):
+            continue
+        candidate = (ruled, gap, cut)
         if best is None or candidate[:2] > best[:2]:
             best = candidate
     return best[2] if best else None

@@ -7,6 +7,7 @@ inline strings, text boxes) are python-docx or openpyxl output with one part rew
 
 from __future__ import annotations
 
+import ctypes
 import io
 import shutil
 import subprocess
@@ -252,3 +253,86 @@ def docx_with_text_box_and_comment() -> bytes:
     ).encode()
     body = body.replace(b"<w:body>", b"<w:body>" + text_box, 1)
     return rewrite_zip(buffer.getvalue(), {"word/document.xml": body})
+
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+
+
+def _pdfium_text(
+    document: object, page: object, font: object, text: str, x: float, y: float, size: float
+) -> None:
+    import pypdfium2.raw as raw
+
+    obj = raw.FPDFPageObj_CreateTextObj(document.raw, font, size)
+    encoded = (text + "\x00").encode("utf-16-le")
+    raw.FPDFText_SetText(
+        obj, ctypes.cast(ctypes.create_string_buffer(encoded), ctypes.POINTER(ctypes.c_ushort))
+    )
+    raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, y)
+    raw.FPDFPage_InsertObject(page.raw, obj)
+
+
+def pdf_with_lines(
+    pages: list[list[tuple[float, float, str]]], *, font_path: Path | None = None, size: float = 11
+) -> bytes:
+    """A PDF written by PDFium: each page a list of (x, y, text) runs in Helvetica, or in the TrueType
+    font at `font_path` (embedded as a CID font, the way most producers embed fonts)."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    document = pdfium.PdfDocument.new()
+    if font_path is None:
+        font = raw.FPDFText_LoadStandardFont(document.raw, b"Helvetica")
+    else:
+        data = font_path.read_bytes()
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        font = raw.FPDFText_LoadFont(document.raw, buffer, len(data), raw.FPDF_FONT_TRUETYPE, True)
+    for runs in pages:
+        page = document.new_page(612, 792)
+        for x, y, text in runs:
+            _pdfium_text(document, page, font, text, x, y, size)
+        page.gen_content()
+    buffer_out = io.BytesIO()
+    document.save(buffer_out)
+    return buffer_out.getvalue()
+
+
+def without_to_unicode(data: bytes) -> bytes:
+    """The PDF with every font's /ToUnicode map removed: what a careless producer writes. Text in an
+    embedded CID font then has no way back to Unicode, and extractors return symbols."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    for page in writer.pages:
+        fonts = page.get("/Resources", {}).get("/Font", {})
+        for name in list(fonts):
+            font = fonts[name].get_object()
+            if NameObject("/ToUnicode") in font:
+                del font[NameObject("/ToUnicode")]
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def pdf_with_image_page(text_lines: list[str], image_lines: list[str]) -> bytes:
+    """Page 1 has a text layer; page 2 is a picture of printed text (a scan pasted between pages)."""
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw, ImageFont
+
+    data = pdf_with_lines([[(72, 700 - 20 * i, line) for i, line in enumerate(text_lines)]])
+    document = pdfium.PdfDocument(data)
+    image = Image.new("L", (1700, 2200), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(DEJAVU), 48)
+    for i, line in enumerate(image_lines):
+        draw.text((150, 200 + 80 * i), line, fill=0, font=font)
+    page = document.new_page(612, 792)
+    picture = pdfium.PdfImage.new(document)
+    picture.set_bitmap(pdfium.PdfBitmap.from_pil(image))
+    picture.set_matrix(pdfium.PdfMatrix().scale(612, 792))
+    page.insert_obj(picture)
+    page.gen_content()
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
 from ingestion.parsers.base import ParseError, Segment
 from ingestion.parsers.registry import parse_file
 
-# tests/ingestion/parsers/ -> the repository -> its sibling shared/ folder.
-DOCUMENTS = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "documents"
+# tests/ingestion/parsers/ -> the repository -> its sibling shared/ folder, unless GROUNDED_SHARED_DATA
+# names it (a git worktree sits one folder deeper than the main checkout).
+SHARED_DATA = Path(
+    os.environ.get("GROUNDED_SHARED_DATA") or Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+)
+DOCUMENTS = SHARED_DATA / "documents"
 
 
 def document(relative: str) -> Path:

@@ -46,3 +46,17 @@ def test_csv_rows_know_their_numbers() -> None:
     rows = segments("csv/ks-1033-program-data.csv")
     assert len(rows) == 1575
     assert rows[0].meta["row"] == 2
+
+
+@pytest.mark.parametrize("name", ["balances.csv", "balances", "balances.dat"])
+def test_a_quoted_header_with_a_line_break_is_read_as_csv(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "upload"
+    path.write_bytes(
+        b'"Account\nnumber";"Holder name";"Balance\n(EUR)"\r\n'
+        b'"1001";"Ann Lee";"120,50"\r\n"1002";"Bo Chan";"99,00"\r\n'
+    )
+    rows = [segment.text for segment in parse_file(path, name)]
+    assert rows == [
+        "Account number: 1001 | Holder name: Ann Lee | Balance (EUR): 120,50",
+        "Account number: 1002 | Holder name: Bo Chan | Balance (EUR): 99,00",
+    ]

@@ -9,8 +9,12 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 
 from ingestion.parsers.base import ParseError, ParseOptions
+from ingestion.parsers.pdf_text import read_page
 from ingestion.parsers.registry import parse_file
+from tests.ingestion.parsers import builders
 from tests.ingestion.parsers.documents import document, segments, text
+
+document_path = document
 
 SCAN = "pdf/huckfinn-p22-scan-no-text.pdf"
 
@@ -137,3 +141,78 @@ def test_scans_past_the_ocr_page_limit_are_refused() -> None:
 
 def segments_text(path: Path) -> str:
     return "\n\n".join(segment.text for segment in parse_file(path, path.name))
+
+
+LEDGER = [
+    ("Date", "Description", "Debit", "Balance"),
+    ("2024-01-03", "Office supplies from Paper & Co", "120.00", "5,380.00"),
+    ("2024-01-05", "Client payment, invoice 118", "", "7,380.00"),
+    ("2024-01-09", "Rent for January", "1,500.00", "5,880.00"),
+    ("2024-01-12", "Travel to the Lyon trade fair", "310.40", "5,569.60"),
+    ("2024-01-15", "Bank charges", "12.00", "5,557.60"),
+]
+
+
+def test_an_unruled_ledger_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    runs = [
+        (x, 700 - 18 * row_number, cell)
+        for row_number, row in enumerate(LEDGER)
+        for x, cell in zip((72, 170, 400, 500), row, strict=True)
+        if cell
+    ]
+    path = tmp_path / "ledger.pdf"
+    path.write_bytes(builders.pdf_with_lines([runs]))
+    extracted = segments_text(path)
+    assert "2024-01-09 Rent for January 1,500.00 5,880.00" in extracted
+    assert "2024-01-05 Client payment, invoice 118 7,380.00" in extracted
+
+
+def test_a_garbled_text_layer_is_detected_and_read_by_ocr(tmp_path: Path) -> None:
+    lines = ["Quarterly revenue grew in the northern region.", "Costs fell by four percent."]
+    runs = [(72, 700 - 20 * i, line) for i, line in enumerate(lines)]
+    path = tmp_path / "garbled.pdf"
+    # An embedded font without a ToUnicode map: the text layer holds glyph numbers, not letters.
+    path.write_bytes(builders.without_to_unicode(builders.pdf_with_lines([runs], font_path=builders.DEJAVU)))
+    (page,) = parse_file(path, "garbled.pdf")
+    assert page.meta["ocr_reason"] == "garbled text layer"
+    assert "Quarterly revenue grew in the northern region." in page.text
+
+
+def test_the_same_pdf_with_its_unicode_map_is_read_from_its_text_layer(tmp_path: Path) -> None:
+    path = tmp_path / "clean.pdf"
+    path.write_bytes(
+        builders.pdf_with_lines([[(72, 700, "Costs fell by four percent.")]], font_path=builders.DEJAVU)
+    )
+    (page,) = parse_file(path, "clean.pdf")
+    assert "ocr" not in page.meta
+    assert page.text == "Costs fell by four percent."
+
+
+def test_an_image_only_page_between_text_pages_is_read_by_ocr(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.pdf"
+    path.write_bytes(
+        builders.pdf_with_image_page(
+            ["Minutes of the board meeting."],
+            ["Appendix: signed budget approval", "for the harbour bridge repairs."],
+        )
+    )
+    first, second = parse_file(path, "mixed.pdf")
+    assert first.text == "Minutes of the board meeting." and "ocr" not in first.meta
+    assert second.meta["ocr"] is True
+    assert "signed budget approval" in second.text
+
+
+def test_a_figure_page_with_only_running_headers_is_read_by_ocr() -> None:
+    # Federal Register p. 8 is a full-page figure under the running header and footer.
+    page_eight = next(s for s in segments("pdf/federal-register-2020-17221.pdf") if s.meta["page"] == 8)
+    assert page_eight.meta["ocr_reason"] == "image-only page"
+    assert len(page_eight.text) > 500
+
+
+def test_table_finder_runs_only_on_pages_with_a_ruled_grid() -> None:
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(str(document_path("pdf/federal-register-2020-17221.pdf")))
+    flagged = [i + 1 for i in range(len(document)) if read_page(document[i]).may_have_ruled_table]
+    # Page 6 holds the cost table; the other pages only have the rules around the running header.
+    assert flagged == [6]

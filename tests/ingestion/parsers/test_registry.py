@@ -64,7 +64,7 @@ def test_content_wins_over_a_lying_extension(
 
 def test_best_scored_parser_tries_first() -> None:
     names = [parser.name for parser in parsers_for("application/pdf", "x.pdf")]
-    assert names == ["pdfplumber", "pypdf"]
+    assert names == ["pdfium-layout", "pypdf"]
     assert [p.name for p in parsers_for("text/csv", "x.csv")] == ["csv", "text"]
 
 
@@ -89,7 +89,7 @@ def test_when_every_parser_fails_the_most_specific_reason_is_reported(
     with pytest.raises(ParseError) as caught:
         parse_file(document("pdf/multicolumn-latex.pdf"), "paper.pdf")
     assert caught.value.reason == "corrupt"
-    assert "pdfplumber: RuntimeError: boom" in caught.value.detail
+    assert "pdfium-layout: RuntimeError: boom" in caught.value.detail
     assert "pypdf: RuntimeError: boom" in caught.value.detail
 
 
