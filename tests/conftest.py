@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+from tests.factories import ROOT, make_member
 
 
 @pytest.fixture
@@ -31,32 +30,20 @@ def other_workspace(db):
     return Workspace.objects.create(name="Globex", slug="globex")
 
 
-def _member(workspace, username: str, role: str):
-    from django.contrib.auth import get_user_model
-
-    from sources.models import Membership
-    from sources.tenancy import workspace_scope
-
-    user = get_user_model().objects.create_user(username, f"{username}@example.com", "pw-for-tests-123")
-    with workspace_scope(workspace.id):
-        Membership.objects.create(user=user, role=role)
-    return user
-
-
 @pytest.fixture
 def owner(workspace):
-    return _member(workspace, "olivia", "owner")
+    return make_member(workspace, "olivia", "owner")
 
 
 @pytest.fixture
 def member(workspace):
-    return _member(workspace, "mark", "member")
+    return make_member(workspace, "mark", "member")
 
 
 @pytest.fixture
 def outsider(other_workspace):
     """Someone who belongs to another workspace only."""
-    return _member(other_workspace, "oscar", "owner")
+    return make_member(other_workspace, "oscar", "owner")
 
 
 @pytest.fixture
@@ -190,42 +177,6 @@ def celery_worker(django_db_setup, django_db_blocker):
     except subprocess.TimeoutExpired:
         process.kill()
     log.close()
-
-
-def check_deferred_constraints() -> None:
-    """The test's rows are in an open transaction whose foreign keys are checked at commit; PostgreSQL
-    will not build an index on a table with such checks pending (a real build runs on its own)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-
-
-def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2):
-    """Poll until predicate() returns something truthy; fail the test with the last value otherwise."""
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"condition not met within {timeout} s (last value: {value!r})")
-
-
-def index_text(workspace, agent, title: str, content: str):
-    """Create a text source and index it in this process (the worker path is tested on its own)."""
-    from ingestion.indexing import source_index
-    from ingestion.lifecycle import source_create
-    from sources.models import Source
-    from sources.tenancy import workspace_scope
-
-    with workspace_scope(workspace.id):
-        source = source_create(
-            workspace=workspace, agent_id=agent.id, kind="text", title=title, payload={"content": content}
-        )
-        source_index(source=source)
-        return Source.objects.get(id=source.id)
 
 
 BROWSER_ARGS = [

@@ -1,7 +1,7 @@
 import pytest
 
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
+from tests.factories import index_text
 from tests.fakes.openai_server import FakeProvider, openai_compatible_server
 
 ORIGIN = "https://acme.example"

@@ -9,7 +9,7 @@ from agents.services import VISITOR_ERROR
 from agents.visitor import sign
 from sources.tenancy import workspace_scope
 from tests.agents.conftest import ORIGIN, chat, events
-from tests.conftest import _member, index_text
+from tests.factories import index_text, make_member
 
 pytestmark = pytest.mark.django_db
 
@@ -345,7 +345,7 @@ def test_the_preview_continues_its_own_conversations_only(client, owner, workspa
         assert list(users) == ["How long is the kettle warranty?", "How do I descale it?"]
 
     # Another admin of the same workspace cannot write into it, nor can a made-up id.
-    client.force_login(_member(workspace, "colleague", "admin"))
+    client.force_login(make_member(workspace, "colleague", "admin"))
     assert preview(client, agent, conversation_id=first["conversation_id"]).status_code == 404
     assert preview(client, agent, conversation_id="not-a-uuid").status_code == 404
     # A widget visitor's conversation is not the preview's either.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sources.tenancy import workspace_scope
-from tests.conftest import ROOT, index_text
+from tests.factories import ROOT, index_text
 from tests.ingestion.crawl.servers import Reply, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

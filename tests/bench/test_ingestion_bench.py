@@ -16,8 +16,8 @@ from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy
 from ingestion.crawl.strategies import fetch_and_extract
 from ingestion.parsers.bench import run as parse_bench
-from tests.conftest import SHARED_DATA
-from tests.ingestion.crawl.conftest import flask_page_paths, flask_url
+from tests.factories import SHARED_DATA
+from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import FLASK_DOCS, serving
 
 pytestmark = pytest.mark.bench

@@ -17,7 +17,7 @@ from django.test import override_settings
 from agents.models import Agent
 from config.secrets import SecretUnreadable, sealing
 from sources.tenancy import workspace_scope
-from tests.conftest import ROOT
+from tests.factories import ROOT
 
 pytestmark = pytest.mark.django_db
 

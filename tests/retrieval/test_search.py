@@ -5,7 +5,7 @@ from django.test import override_settings
 
 from retrieval.services import SearchParams, search_passages
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
+from tests.factories import index_text
 from tests.fakes.rerank_server import rerank_server
 
 pytestmark = pytest.mark.django_db

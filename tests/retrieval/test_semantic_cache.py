@@ -10,7 +10,7 @@ from retrieval.services import SearchParams, search_passages, store_chunk_vector
 from retrieval.stores.base import VectorHit
 from sources.models import Chunk, Document
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
+from tests.factories import index_text
 
 pytestmark = pytest.mark.django_db
 

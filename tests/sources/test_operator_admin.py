@@ -8,7 +8,7 @@ from agents.models import Agent
 from retrieval.models import KeywordPosting
 from sources.models import Chunk, Document, Source
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
+from tests.factories import index_text
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ingestion.crawl.discover import COMMON_PATHS, discover
 from ingestion.crawl.fetch import FetchPolicy
-from tests.ingestion.crawl.conftest import flask_page_paths, flask_url
+from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import LocalServer, Reply, redirect, serving
 
 

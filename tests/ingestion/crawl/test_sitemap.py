@@ -17,7 +17,7 @@ from ingestion.crawl.sitemap import (
     parse_sitemap,
 )
 from ingestion.crawl.urls import normalize_url
-from tests.ingestion.crawl.conftest import flask_page_paths, flask_url
+from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import SITEMAP_SAMPLES, LocalServer, Reply, serving
 
 # file -> (page URLs, child sitemaps) it holds, or the error it must give.

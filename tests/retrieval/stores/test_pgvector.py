@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from retrieval.keyword import term_counts
 from retrieval.stores.base import VectorRecord
 from retrieval.stores.pgvector import PgVectorStore, ef_search_for, vector_literal
-from tests.conftest import check_deferred_constraints
+from tests.factories import check_deferred_constraints
 from tests.retrieval.stores.test_contract import MODEL, Corpus
 
 pytestmark = pytest.mark.django_db

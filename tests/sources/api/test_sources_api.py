@@ -136,3 +136,35 @@ def test_a_member_can_read_but_not_change_through_the_session_api(client, member
     assert client.post(f"/api/v1/sources/{source_id}/reindex").status_code == 403
     client.force_login(owner)
     assert client.delete(f"/api/v1/sources/{source_id}").status_code == 204
+
+
+def test_retry_failed_queues_only_the_failed_pages_of_a_web_source(
+    api, outsider_api, agent, django_capture_on_commit_callbacks
+):
+    with workspace_scope(agent.workspace_id):
+        source = Source.objects.create(
+            agent=agent, kind="url", title="Site", config={"url": "https://example.com/"}, status="failed"
+        )
+        failed = Document.objects.create(
+            source=source, url="https://example.com/a", status="failed", error="x"
+        )
+        done = Document.objects.create(source=source, url="https://example.com/b", status="done")
+    assert outsider_api.post(f"/api/v1/sources/{source.id}/retry-failed").status_code == 404
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(f"/api/v1/sources/{source.id}/retry-failed")
+    assert response.status_code == 202, response.content
+    assert response.json()["retried"] == 1 and response.json()["status"] == "crawling"
+    assert len(callbacks) == 1  # the page jobs are published once the change is committed
+    with workspace_scope(agent.workspace_id):
+        assert Document.objects.get(id=failed.id).status == "pending"
+        assert Document.objects.get(id=done.id).status == "done"
+    again = api.post(f"/api/v1/sources/{source.id}/retry-failed")  # now busy: nothing is queued twice
+    assert again.status_code == 400
+
+
+def test_retry_failed_on_a_source_without_failures_is_refused(api, agent):
+    source_id = create_text(api, agent).json()["id"]
+    with workspace_scope(agent.workspace_id):
+        Source.objects.filter(id=source_id).update(status="done")
+    response = api.post(f"/api/v1/sources/{source_id}/retry-failed")
+    assert response.status_code == 400 and "no failed pages" in response.json()["source"][0]

@@ -3,7 +3,7 @@
 import pytest
 
 from sources.models import Chunk, Source
-from tests.conftest import wait_for
+from tests.factories import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -1,4 +1,4 @@
-"""Crawl test fixtures: servers on 127.0.0.1, the Flask docs as a site, and a guard on outgoing sockets."""
+"""Ingestion test fixtures: servers on 127.0.0.1, the Flask docs as a site, a guard on outgoing sockets."""
 
 from __future__ import annotations
 

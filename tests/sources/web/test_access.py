@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from agents.models import Agent
 from sources.models import Source
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
+from tests.factories import index_text
 
 pytestmark = pytest.mark.django_db
 

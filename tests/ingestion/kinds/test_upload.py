@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from retrieval.models import KeywordPosting
 from sources.models import Chunk, Document, Source
-from tests.conftest import SHARED_DATA, wait_for
+from tests.factories import SHARED_DATA, wait_for
 from tests.ingestion.parsers.builders import zip_bomb_docx
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

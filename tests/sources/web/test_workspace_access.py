@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from sources.models import ApiKey, Membership
 from sources.services import api_key_create
 from sources.tenancy import workspace_scope
-from tests.conftest import _member
+from tests.factories import make_member
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def membership_of(workspace, user) -> Membership:
 
 
 def test_an_admin_adds_changes_and_removes_members(client, workspace, owner):
-    admin = _member(workspace, "adam", "admin")
+    admin = make_member(workspace, "adam", "admin")
     newcomer = get_user_model().objects.create_user("nina", "Nina@Example.com", "pw-for-tests-123")
     client.force_login(admin)
     page = client.get("/app/workspace/people").content.decode()
@@ -54,8 +54,8 @@ def test_unknown_accounts_and_bad_roles_are_clear_errors(client, workspace, owne
 
 
 def test_only_an_owner_touches_the_owner_role(client, workspace, owner):
-    admin = _member(workspace, "adam", "admin")
-    other = _member(workspace, "mia", "member")
+    admin = make_member(workspace, "adam", "admin")
+    other = make_member(workspace, "mia", "member")
     client.force_login(admin)
     owner_row = membership_of(workspace, owner)
     for path, data in (

@@ -16,7 +16,7 @@ from ingestion.lifecycle import source_delete, source_index_now, source_reindex,
 from retrieval.services import SearchParams, search_passages
 from sources.models import Source, Status
 from sources.tenancy import workspace_scope
-from tests.conftest import SHARED_DATA
+from tests.factories import SHARED_DATA
 
 pytestmark = pytest.mark.django_db
 BUCKET = "grounded-test-uploads"

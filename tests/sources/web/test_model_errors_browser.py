@@ -7,7 +7,7 @@ from django.test import override_settings
 from playwright.sync_api import expect
 
 from sources.tenancy import workspace_scope
-from tests.conftest import index_text
+from tests.factories import index_text
 from tests.fakes.openai_server import FakeProvider, openai_compatible_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -12,7 +12,7 @@ from config.backends import embedders
 from retrieval.services import SearchParams, search_passages, stale_embeddings
 from sources.models import Chunk, Source, Status
 from sources.tenancy import workspace_scope
-from tests.conftest import check_deferred_constraints, index_text
+from tests.factories import check_deferred_constraints, index_text
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,5 @@
-"""Crawling on real Celery workers: a whole site from its sitemap, and every failure class."""
+"""Page jobs on real Celery workers: a whole site from its sitemap, every failure class, and linked files
+parsed like uploads."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import threading
 import pytest
 
 from sources.models import Document, Source
-from tests.conftest import wait_for
-from tests.ingestion.crawl.conftest import flask_page_paths
+from tests.factories import wait_for
+from tests.ingestion.conftest import flask_page_paths
 from tests.ingestion.crawl.servers import (
     Reply,
     gzip_bomb,
@@ -226,3 +227,50 @@ def test_outsider_cannot_recrawl_our_source(api, outsider_api, agent):
         "/api/v1/sources", {"kind": "text", "title": "t", "content": "x", "agent": agent.id}, format="json"
     ).json()["id"]
     assert outsider_api.post(f"/api/v1/sources/{source_id}/recrawl").status_code == 404
+
+
+def test_a_pdf_and_a_word_file_linked_from_a_sitemap_are_parsed_like_uploads(celery_worker, api, agent):
+    from tests.factories import SHARED_DATA
+    from tests.ingestion.parsers.builders import docx_bytes
+
+    pdf = (SHARED_DATA / "documents" / "pdf" / "scotus-transcript-p1.pdf").read_bytes()
+    word = docx_bytes(["Kettle care guide.", "Descale the kettle every 4 weeks with a citric acid solution."])
+    docx_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    with serving({}) as site:
+        urls = [site.url("/guide.html"), site.url("/files/transcript.pdf"), site.url("/files/care")]
+        entries = "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+        site.routes.update(
+            {
+                "/sitemap.xml": Reply(
+                    200,
+                    f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>',
+                    content_type="application/xml",
+                ),
+                "/guide.html": Reply(200, ARTICLE.format(title="Guide")),
+                "/files/transcript.pdf": Reply(200, pdf, content_type="application/pdf"),
+                # No extension in the address: the content type names the file type.
+                "/files/care": Reply(200, word, content_type=docx_type),
+            }
+        )
+        source_id = add_source(api, agent, "sitemap", site.url("/sitemap.xml"))
+        body = wait_for(lambda: finished(api, source_id), timeout=120)
+    pages = documents(source_id)
+    assert body["status"] == "done" and body["pages_done"] == 3, {k: d.error for k, d in pages.items()}
+    assert (
+        "SUPREME COURT" in pages["transcript.pdf"].text
+        and "MICHAEL A. KNOWLES" in pages["transcript.pdf"].text
+    )
+    assert pages["transcript.pdf"].title == "transcript.pdf"
+    assert "every 4 weeks" in pages["care"].text
+    hits = api.get("/api/v1/search", {"q": "how often to descale the kettle", "top_k": 3}).json()["results"]
+    assert hits[0]["source"]["url"] == site.url("/files/care")
+
+
+def test_a_linked_file_that_cannot_be_read_fails_with_the_parsers_reason(celery_worker, api, agent):
+    with serving(
+        {"/broken.pdf": Reply(200, b"%PDF-1.7 this is not really a PDF", content_type="application/pdf")}
+    ) as site:
+        source_id = add_source(api, agent, "url", site.url("/broken.pdf"))
+        body = wait_for(lambda: finished(api, source_id), timeout=60)
+    assert body["status"] == "failed"
+    assert "web page" not in body["error"] and body["error"], body

@@ -11,8 +11,8 @@ from agents.models import Conversation, Message
 from ingestion.files import delete_files
 from sources.models import Membership, Source
 from sources.tenancy import workspace_scope
-from tests.conftest import SHARED_DATA, index_text
-from tests.ui.conftest import screenshot
+from tests.factories import SHARED_DATA, index_text
+from tests.sources.web.conftest import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

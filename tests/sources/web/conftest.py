@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.factories import ROOT
 from tests.ingestion.crawl.servers import LocalServer, Reply, serving
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"

@@ -1,0 +1,67 @@
+"""Builders the tests share: people, indexed text, polling. Imported by tests and by conftest.py (which
+only holds fixtures)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Real third-party data, outside the repository (GROUNDED_SHARED_DATA points elsewhere, e.g. from a worktree).
+SHARED_DATA = Path(os.environ.get("GROUNDED_SHARED_DATA") or ROOT.parent / "shared" / "data")
+
+
+def make_member(workspace, username: str, role: str):
+    from django.contrib.auth import get_user_model
+
+    from sources.models import Membership
+    from sources.tenancy import workspace_scope
+
+    user = get_user_model().objects.create_user(username, f"{username}@example.com", "pw-for-tests-123")
+    with workspace_scope(workspace.id):
+        Membership.objects.create(user=user, role=role)
+    return user
+
+
+def check_deferred_constraints() -> None:
+    """The test's rows are in an open transaction whose foreign keys are checked at commit; PostgreSQL
+    will not build an index on a table with such checks pending (a real build runs on its own)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2):
+    """Poll until predicate() returns something truthy; fail the test with the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"condition not met within {timeout} s (last value: {value!r})")
+
+
+def index_text(workspace, agent, title: str, content: str):
+    """Create a text source and index it in this process (the worker path is tested on its own)."""
+    from ingestion.indexing import source_index
+    from ingestion.kinds.text import TextKind
+    from ingestion.lifecycle import source_create
+    from sources.models import Source
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        source = source_create(
+            workspace=workspace,
+            agent_id=agent.id,
+            kind=TextKind.name,
+            title=title,
+            payload={"content": content},
+        )
+        source_index(source=source)
+        return Source.objects.get(id=source.id)
