@@ -1,9 +1,11 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents.models import Agent, Conversation, Message
 from agents.prompts import template_problems
+from agents.services import agent_delete
 from config.secret_forms import SecretFieldsAdminMixin, SecretFieldsFormMixin
 from sources.admin import UnscopedAdmin
 
@@ -49,6 +51,14 @@ class AgentAdmin(SecretFieldsAdminMixin, UnscopedAdmin):
     list_display = ["name", "workspace", "public_key", "retrieval_mode", "created_at"]
     list_filter = ["workspace", "retrieval_mode"]
     search_fields = ["name", "public_key"]
+
+    def delete_model(self, request: HttpRequest, obj: Agent) -> None:
+        # Through the service: Django's cascade would leave vector points, postings and files behind.
+        agent_delete(agent=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for agent in queryset:
+            agent_delete(agent=agent)
 
     def save_model(self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool) -> None:
         super().save_model(request, obj, form, change)

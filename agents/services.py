@@ -94,6 +94,20 @@ def agent_delete(*, agent: Agent) -> int:
     return len(sources)
 
 
+def workspace_delete(*, workspace: Workspace) -> dict[str, int]:
+    """Delete a workspace with everything in it: each agent through agent_delete (so each source goes through
+    the lifecycle: vector points, keyword postings and stored files with it), then the workspace row, whose
+    memberships, keys and remaining rows cascade (each agent's cache went with it). Returns what went."""
+    with workspace_scope(workspace.id):
+        agents = list(Agent.objects.all())
+    deleted = {"agents": len(agents), "sources": 0}
+    for agent in agents:
+        deleted["sources"] += agent_delete(agent=agent)
+    workspace_id = workspace.id
+    Workspace.objects.filter(id=workspace_id).delete()
+    return deleted
+
+
 def start_conversation(*, agent: Agent, visitor_id: str = "") -> Conversation:
     with workspace_scope(agent.workspace_id):
         return Conversation.objects.create(agent=agent, visitor_id=visitor_id)

@@ -1,7 +1,8 @@
 """The operators' Django admin: it sees every workspace, so it reads through the unscoped managers.
 
-Actions go through the same services as the API (reindex, recrawl, cancel, delete with its vector
-points and files), and a stuck-work view lists what has been pending or running too long.
+Actions and deletes go through the same services as the API (reindex, recrawl, cancel, delete with its
+vector points and files; an agent's or a workspace's delete too), and a stuck-work view lists what has
+been pending or running too long.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from agents.services import workspace_delete
 from ingestion import lifecycle
 from sources.models import ACTIVE_STATUSES, ApiKey, Chunk, Document, Membership, Source, Workspace
 
@@ -28,6 +30,14 @@ class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
     exclude = ["visitor_secret"]
+
+    def delete_model(self, request: HttpRequest, obj: Workspace) -> None:
+        # Through the services: Django's cascade would leave vector points, postings and files behind.
+        workspace_delete(workspace=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for workspace in queryset:
+            workspace_delete(workspace=workspace)
 
 
 @admin.register(Membership)

@@ -106,3 +106,96 @@ def test_the_agent_form_refuses_a_template_without_context_and_warns_without_a_g
     response = operator.post(url, data, follow=True)
     assert "ignore instructions" in response.content.decode()
     assert Agent.unscoped.get(id=agent.id).context_template == "Facts:\n{context}"
+
+
+@pytest.fixture(params=["pgvector", "qdrant"])
+def vector_store(request, settings):
+    """Each delete is checked against both stores: Qdrant's points live outside the database."""
+    from config.backends import vector_stores
+
+    if request.param == "qdrant":
+        settings.VECTOR_STORES = {
+            "default": {
+                "BACKEND": "retrieval.stores.qdrant.QdrantStore",
+                "OPTIONS": {"location": ":memory:", "collection": "admin_delete_tests"},
+            }
+        }
+    return vector_stores["default"]
+
+
+def stored_knowledge(workspace, agent):
+    """A text source and an uploaded file, indexed: rows, postings, vector points and stored files."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from ingestion.lifecycle import source_index_now, upload_create
+
+    index_text(workspace, agent, "Returns", "Return any kettle within 30 days of purchase.")
+    upload = SimpleUploadedFile("care.txt", b"Descale the kettle every four weeks with citric acid.")
+    (source,) = upload_create(workspace=workspace, agent_id=agent.id, files=[upload])
+    source_index_now(source=source)
+    with workspace_scope(workspace.id):
+        source.refresh_from_db()
+    assert source.status == "done", source.error
+    return source
+
+
+def assert_nothing_left(vector_store, workspace_id, media_root):
+    assert not Source.unscoped.filter(workspace_id=workspace_id).exists()
+    assert not Document.unscoped.filter(workspace_id=workspace_id).exists()
+    assert not Chunk.unscoped.filter(workspace_id=workspace_id).exists()
+    assert not KeywordPosting.unscoped.filter(workspace_id=workspace_id).exists()
+    assert vector_store.count(workspace_id=workspace_id) == 0
+    uploads = media_root / "uploads" / str(workspace_id)
+    assert not uploads.exists() or not any(p.is_file() for p in uploads.rglob("*"))
+
+
+def test_deleting_an_agent_in_the_admin_goes_through_the_services(
+    operator,
+    vector_store,
+    workspace,
+    agent,
+    other_workspace,
+    other_agent,
+    settings,
+    django_capture_on_commit_callbacks,
+):
+    from pathlib import Path
+
+    stored_knowledge(workspace, agent)
+    kept = index_text(other_workspace, other_agent, "Theirs", "Another workspace's kettle returns policy.")
+    assert vector_store.count(workspace_id=workspace.id) > 0
+    with django_capture_on_commit_callbacks(execute=True):  # files go once the delete commits
+        response = operator.post(f"/admin/agents/agent/{agent.id}/delete/", {"post": "yes"}, follow=True)
+    assert response.status_code == 200
+    assert not Agent.unscoped.filter(id=agent.id).exists()
+    assert_nothing_left(vector_store, workspace.id, Path(settings.MEDIA_ROOT))
+    assert Source.unscoped.filter(id=kept.id).exists()
+    assert vector_store.count(workspace_id=other_workspace.id) > 0
+
+
+def test_deleting_workspaces_in_the_admin_bulk_action_leaves_no_orphan(
+    operator,
+    vector_store,
+    workspace,
+    agent,
+    other_workspace,
+    other_agent,
+    settings,
+    django_capture_on_commit_callbacks,
+):
+    from pathlib import Path
+
+    from sources.models import Workspace
+
+    stored_knowledge(workspace, agent)
+    index_text(other_workspace, other_agent, "Theirs", "Another workspace's kettle returns policy.")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = operator.post(
+            "/admin/sources/workspace/",
+            {"action": "delete_selected", "_selected_action": [str(workspace.id)], "post": "yes"},
+            follow=True,
+        )
+    assert response.status_code == 200
+    assert not Workspace.objects.filter(id=workspace.id).exists()
+    assert_nothing_left(vector_store, workspace.id, Path(settings.MEDIA_ROOT))
+    assert vector_store.count(workspace_id=other_workspace.id) > 0
