@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import traceback
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
@@ -29,18 +30,44 @@ class IndexingError(RuntimeError):
         self.detail = detail or message
 
 
-def source_index(*, source: Source) -> bool:
-    """Index every pending document of a source. Returns False when another worker already claimed it."""
+def source_index(*, source: Source, inline_up_to: int | None = None) -> list[int]:
+    """Claim a pending source and index its pending documents in this process, or, when there are more than
+    `inline_up_to` of them, return their ids for one job each (so no single task outlives its time limit).
+    Returns [] when everything was done here or another worker already claimed the source."""
     with workspace_scope(source.workspace_id):
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
             status=Status.INDEXING, error="", error_detail=""
         )
         if claimed != 1:
-            return False
-        for document in source.documents.filter(status__in=[Status.PENDING, Status.INDEXING]):
+            return []
+        pending = source.documents.filter(status__in=[Status.PENDING, Status.INDEXING])
+        if inline_up_to is not None and pending.count() > inline_up_to:
+            return list(pending.order_by("id").values_list("id", flat=True))
+        for document in pending:
             document_index(document=document)
         source_refresh_status(source_id=source.id)
-        return True
+        return []
+
+
+def source_timed_out(*, source: Source) -> None:
+    """The index job of a whole source ran out of time: what it had not finished fails, with the reason."""
+    with workspace_scope(source.workspace_id):
+        Document.objects.filter(source_id=source.id, status__in=[Status.PENDING, Status.INDEXING]).update(
+            status=Status.FAILED,
+            error="Indexing this page took too long; try Reindex.",
+            error_detail=f"soft time limit of {settings.CELERY_TASK_SOFT_TIME_LIMIT}s",
+        )
+        source_refresh_status(source_id=source.id)
+
+
+def document_timed_out(*, document: Document) -> None:
+    """The index job's time limit ran out (an embedder that hangs, a huge page): fail this page only."""
+    with workspace_scope(document.workspace_id):
+        _fail_document(
+            document,
+            "Indexing this page took too long; try Reindex.",
+            f"soft time limit of {settings.CELERY_TASK_SOFT_TIME_LIMIT}s",
+        )
 
 
 def document_index(*, document: Document) -> None:
@@ -61,6 +88,8 @@ def document_index(*, document: Document) -> None:
             _fail_document(document, exc.message, exc.detail)
         except VectorStoreError as exc:
             _fail_document(document, "The search index is unavailable; we'll need to retry.", str(exc))
+        except SoftTimeLimitExceeded:
+            raise  # the task's time limit: the task decides what a timeout means
         except Exception:
             # Unexpected: keep the trace for operators and fail this document only, so its source
             # still reaches a final status instead of hanging in "indexing".

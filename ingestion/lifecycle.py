@@ -24,6 +24,7 @@ from sources.tenancy import workspace_scope
 __all__ = [
     "KindError",
     "UploadTooLarge",
+    "queue_index_jobs",
     "queue_page_jobs",
     "retry_failed",
     "source_cancel",
@@ -188,9 +189,9 @@ def source_reindex(*, source: Source, queue: bool = True) -> bool:
 
 
 def source_index_now(*, source: Source) -> None:
-    """What the index task of a pending source does, in this process."""
+    """What the index task of a pending source does, in this process (every document here, none queued)."""
     with workspace_scope(source.workspace_id):
-        get_kind(source.kind).index(source=source)
+        get_kind(source.kind).index(source=source, inline=True)
 
 
 def source_recrawl(*, source: Source) -> bool:
@@ -242,6 +243,17 @@ def queue_page_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
                 kwargs={"workspace_id": workspace_id, "document_id": document_id},
                 countdown=i * stagger if stagger else None,
             )
+
+    transaction.on_commit(publish)
+
+
+def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
+    """One index job per document, for a source too big to index within one task's time limit."""
+    from ingestion import tasks
+
+    def publish() -> None:
+        for document_id in document_ids:
+            tasks.index_document.delay(workspace_id=workspace_id, document_id=document_id)
 
     transaction.on_commit(publish)
 

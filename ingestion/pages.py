@@ -13,6 +13,7 @@ import logging
 import traceback
 from dataclasses import dataclass
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -50,6 +51,8 @@ def source_expand(*, source: Source) -> list[int]:
             Source.objects.filter(id=source.id).update(
                 status=Status.FAILED, error=exc.message[:500], error_detail=exc.detail
             )
+        except SoftTimeLimitExceeded:
+            raise  # the task's time limit: the task decides what a timeout means
         except Exception:
             # Unexpected: fail the source with the trace for operators instead of leaving it crawling.
             log.exception("expanding source %s failed", source.id)

@@ -25,7 +25,12 @@ def index_source(*, workspace_id: int, source_id: int) -> None:
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             return  # deleted while queued
-        get_kind(source.kind).index(source=source)
+        try:
+            left = get_kind(source.kind).index(source=source)
+        except SoftTimeLimitExceeded:
+            indexing.source_timed_out(source=source)
+            return
+        lifecycle.queue_index_jobs(workspace_id=workspace_id, document_ids=left)
 
 
 # The same work with the parser's longer time limit: a file is parsed in the task.
@@ -108,7 +113,10 @@ def index_document(*, workspace_id: int, document_id: int) -> None:
         document = Document.objects.filter(id=document_id).first()
         if document is None:
             return
-        indexing.document_index(document=document)
+        try:
+            indexing.document_index(document=document)
+        except SoftTimeLimitExceeded:
+            indexing.document_timed_out(document=document)
         indexing.source_refresh_status(source_id=document.source_id)
 
 

@@ -16,6 +16,8 @@ PG_BIN="/usr/lib/postgresql/$PG_MAJOR/bin"
 mkdir -p "$LOCAL"
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+# shellcheck source=scripts/ports.sh
+source "$ROOT/scripts/ports.sh"
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
@@ -107,6 +109,8 @@ if [ -z "${DATABASE_URL:-}" ]; then
     su postgres -s /bin/sh -c "'$PG_BIN/initdb' -D '$pgdata' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8" >/dev/null
   fi
   if ! su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$pgdata' status" >/dev/null 2>&1; then
+    # Our data directory's server is not running; if the port answers anyway, it is someone else's.
+    ss -Hltn "sport = :$PG_PORT" 2>/dev/null | grep -q . && refuse_taken_port "$PG_PORT" PostgreSQL GROUNDED_PG_PORT
     log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
     su postgres -s /bin/sh -c "'$PG_BIN/pg_ctl' -D '$pgdata' -l '$pgdata/server.log' -w start \
       -o \"-p $PG_PORT -k '$pgdata' -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off\"" >/dev/null
@@ -125,6 +129,7 @@ fi
 if [ -z "${REDIS_URL:-}" ]; then
   mkdir -p "$LOCAL/redis"
   if ! redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+    ss -Hltn "sport = :$REDIS_PORT" 2>/dev/null | grep -q . && refuse_taken_port "$REDIS_PORT" Redis GROUNDED_REDIS_PORT
     log "starting Redis on 127.0.0.1:$REDIS_PORT"
     redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$LOCAL/redis" \
       --pidfile "$LOCAL/redis/redis.pid" --logfile "$LOCAL/redis/redis.log" --save "" --appendonly no

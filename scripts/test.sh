@@ -7,6 +7,17 @@ bash scripts/setup.sh
 # shellcheck disable=SC1091
 source .local/env
 export DJANGO_SETTINGS_MODULE=config.settings.test
+# Stop the PostgreSQL and Redis this run started (and only those), so a finished test run leaves no server
+# holding a port; servers that were already running (a `make run`, another test run) are left alone.
+stop_started() {
+  if [ "${GROUNDED_STARTED_REDIS:-}" = 1 ]; then
+    redis-cli -u "$REDIS_URL" shutdown nosave >/dev/null 2>&1 || true
+  fi
+  if [ "${GROUNDED_STARTED_PG:-}" = 1 ]; then
+    su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/pg_ctl -D '$GROUNDED_PGDATA' -m fast stop" >/dev/null 2>&1 || true
+  fi
+}
+trap stop_started EXIT
 # The fp32 reference model that the embedder's accuracy test compares against (tests only; installed
 # without its torch dependencies on purpose).
 ref_sum=$(sha256sum requirements-reference.lock | cut -d' ' -f1)
@@ -18,4 +29,6 @@ fi
 .venv/bin/ruff check .
 # Dependencies point down only: the contracts in pyproject.toml ([tool.importlinter]).
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
-.venv/bin/python -m pytest "$@"
+status=0
+.venv/bin/python -m pytest "$@" || status=$?
+exit $status

@@ -203,6 +203,9 @@ CRAWL_HOST_WAIT_SECONDS = env.float("CRAWL_HOST_WAIT_SECONDS", default=2.0)
 CRAWL_MAX_HOST_WAITS = env.int("CRAWL_MAX_HOST_WAITS", default=300)
 CRAWL_STAGGER_SECONDS = env.float("CRAWL_STAGGER_SECONDS", default=0.5)
 CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
+# A source with more pending documents than this is indexed one job per document (reindexing a big site
+# in one task would outlive the task's time limit).
+INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
 # The operators' stuck-work view lists what has been in flight longer than this (before the sweeper acts).
 STUCK_AFTER = env.int("STUCK_AFTER", default=600)
 

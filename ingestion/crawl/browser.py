@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 import httpx
+from celery.exceptions import SoftTimeLimitExceeded
 
 from ingestion.crawl.base import FetchedPage, StrategyUnavailable
 from ingestion.crawl.errors import error_for_status
@@ -96,6 +97,8 @@ class BrowserStrategy:
             self._browser = self._playwright.chromium.launch(
                 executable_path=self.executable_path, args=list(LAUNCH_ARGS), headless=True
             )
+        except SoftTimeLimitExceeded:
+            raise  # the task's time limit: the task decides what a timeout means
         except Exception as exc:
             self.close()
             raise StrategyUnavailable(f"Chromium did not start: {exc}") from exc

@@ -84,11 +84,14 @@ class SourceKind:
         """The addresses of a fetching source's documents (sitemaps, feeds); FetchError when it can't."""
         raise NotImplementedError(f"{self.name} sources are not expanded into pages")
 
-    def index(self, *, source: Source) -> None:
-        """What the ingest/reindex task runs for a claimed-or-pending source: index its pending documents."""
+    def index(self, *, source: Source, inline: bool = False) -> list[int]:
+        """What the ingest/reindex task runs for a pending source: index its pending documents. Returns the
+        ids of documents left for one job each (a big source), none when `inline` (in-process callers)."""
+        from django.conf import settings
+
         from ingestion.indexing import source_index
 
-        source_index(source=source)
+        return source_index(source=source, inline_up_to=None if inline else settings.INDEX_FAN_OUT_AT)
 
     def prepare_reindex(self, *, source: Source) -> None:
         """Before a reindex: documents whose kept text is indexed again become pending."""

@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Iterable
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
@@ -83,8 +84,9 @@ class UploadKind(SourceKind):
     def prepare_reindex(self, *, source: Source) -> None:
         pass  # the documents are made again from the kept segments
 
-    def index(self, *, source: Source) -> None:
-        upload_index(source=source)
+    def index(self, *, source: Source, inline: bool = False) -> list[int]:
+        upload_index(source=source)  # parsed and indexed in its task, which has the parser's time limit
+        return []
 
 
 def upload_index(*, source: Source) -> None:
@@ -115,6 +117,8 @@ def upload_index(*, source: Source) -> None:
         except ParseError as exc:
             _fail(source, exc.message, f"{exc.reason}: {exc.detail}")
             return
+        except SoftTimeLimitExceeded:
+            raise  # the task's time limit: the task decides what a timeout means
         except Exception:
             # Unexpected: fail the source with the trace for operators rather than leave it indexing.
             log.exception("parsing upload %s failed", source.id)

@@ -74,3 +74,73 @@ def test_a_source_deleted_while_queued_is_skipped_quietly(celery_worker, api, ag
         )
     wait_for(lambda: Source.unscoped.get(id=second.id).status == "done")
     assert not Source.unscoped.filter(id=first.id).exists()
+
+
+def crawled_site(agent, pages: int):
+    """A web source whose pages were fetched before: what a reindex starts from."""
+    from sources.models import Document
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(agent.workspace_id):
+        source = Source.objects.create(
+            agent=agent, kind="url", title="Site", config={"url": "https://example.com/"}, status="done"
+        )
+        for i in range(pages):
+            Document.objects.create(
+                source=source,
+                url=f"https://example.com/{i}",
+                title=f"Page {i}",
+                text=f"Page {i} explains how kettle model {i} keeps water warm for {i + 10} minutes.",
+                status="done",
+            )
+    return source
+
+
+def test_a_big_reindex_runs_one_job_per_document_on_the_workers(celery_worker, api, agent, settings):
+    assert settings.INDEX_FAN_OUT_AT == 3  # the worker processes run with the same test settings
+    source = crawled_site(agent, pages=5)
+    assert api.post(f"/api/v1/sources/{source.id}/reindex").status_code == 202
+    body = wait_for(
+        lambda: (b := api.get(f"/api/v1/sources/{source.id}").json())["status"] in ("done", "failed") and b
+    )
+    assert body["status"] == "done" and body["pages_done"] == 5, body
+    assert Chunk.unscoped.filter(source_id=source.id).values("document_id").distinct().count() == 5
+
+
+@pytest.mark.django_db
+def test_the_index_task_hands_a_big_source_back_as_one_job_per_document(agent, settings):
+    from ingestion.kinds.registry import get_kind
+    from ingestion.lifecycle import source_reindex
+    from sources.tenancy import workspace_scope
+
+    settings.INDEX_FAN_OUT_AT = 3
+    source = crawled_site(agent, pages=5)
+    assert source_reindex(source=source, queue=False)
+    with workspace_scope(agent.workspace_id):
+        left = get_kind("url").index(source=source)
+        assert len(left) == 5 and Source.objects.get(id=source.id).status == "indexing"
+        assert not Chunk.objects.filter(source_id=source.id).exists()  # nothing indexed inside this task
+    small = crawled_site(agent, pages=2)
+    assert source_reindex(source=small, queue=False)
+    with workspace_scope(agent.workspace_id):
+        assert get_kind("url").index(source=small) == []
+        assert Source.objects.get(id=small.id).status == "done"
+
+
+def test_no_broad_except_in_ingestion_swallows_the_tasks_time_limit():
+    """SoftTimeLimitExceeded is an Exception: every broad handler in ingestion must let it through."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "ingestion"
+    offenders = []
+    for path in root.rglob("*.py"):
+        if "parsers" in path.parts:  # parsers run in an isolated child process, where no time limit arrives
+            continue
+        lines = path.read_text().splitlines()
+        for number, line in enumerate(lines):
+            if re.match(r"\s*except (Exception|BaseException)\b", line):
+                before = "\n".join(lines[max(0, number - 3) : number])
+                if "except SoftTimeLimitExceeded" not in before:
+                    offenders.append(f"{path.relative_to(root.parent)}:{number + 1}")
+    assert offenders == []
