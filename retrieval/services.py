@@ -92,6 +92,18 @@ def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = 
     vector_stores["default"].upsert(
         workspace_id=workspace_id, records=records, model_name=embedder.model_name
     )
+    _record_embedding_model(workspace_id=workspace_id, chunks=chunks, model_name=embedder.model_name)
+
+
+def _record_embedding_model(*, workspace_id: int, chunks: list[Chunk], model_name: str) -> None:
+    """The chunk row records which model embedded it, whatever the store: the reindex notice and
+    `reindex --stale-only` read it there (a Qdrant point's payload cannot be counted per workspace and
+    joined to sources cheaply). The pgvector store already wrote it beside the vector, since its searches
+    match on it; the exclude then finds nothing to write."""
+    with workspace_scope(workspace_id):
+        Chunk.objects.filter(id__in=[c.id for c in chunks]).exclude(embedding_model=model_name).update(
+            embedding_model=model_name
+        )
 
 
 def embedded_by_another_model() -> Q:
