@@ -280,6 +280,9 @@ def use_embedding_model(settings, provider, model: str) -> None:
     }
 
 
+TIDES = "The tide rises twice a day because of the moon."
+
+
 @pytest.mark.parametrize("store_name", sorted(STORE_SETTINGS))
 def test_a_model_change_is_reported_and_reindexed_alike_on_every_store(
     store_name, settings, provider, workspace, agent, api
@@ -287,18 +290,26 @@ def test_a_model_change_is_reported_and_reindexed_alike_on_every_store(
     import io
 
     from django.core.management import call_command
+    from django.db import connection
 
     from ingestion.services import source_index_now, source_reindex
+    from retrieval.services import embedding_input
     from sources.models import Status
     from tests.conftest import index_text
 
     settings.VECTOR_STORES = {"default": STORE_SETTINGS[store_name]}
+    if store_name == "pgvector":
+        # Exact scans: the test database's HNSW graph keeps every rolled-back test's vectors, among which
+        # an approximate scan can miss one of two live rows (pgvector#181); recall is not the point here.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_indexscan = off")
     use_embedding_model(settings, provider, "embed-v1")
-    tides = index_text(workspace, agent, "Tides", "The tide rises twice a day because of the moon.")
+    tides = index_text(workspace, agent, "Tides", TIDES)
     bread = index_text(workspace, agent, "Bread", "Sourdough bread needs a starter and a long rise.")
     with workspace_scope(workspace.id):
         assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"embed-v1"}
-    query = {"q": "The tide rises twice a day because of the moon.", "mode": "vector"}
+    # What was embedded for the Tides chunk, so its vector is the query's (the fake's vectors are random).
+    query = {"q": embedding_input(TIDES, "Tides"), "mode": "vector"}
     body = api.get("/api/v1/search", query).json()
     assert "reindex_needed" not in body
     assert body["results"][0]["source"]["title"] == "Tides"
