@@ -1,8 +1,12 @@
-"""The semantic cache: per agent, a query close enough to a recent one reuses its hits.
+"""Two caches of search hits in Redis (the Django cache), shared across processes.
+
+The semantic cache: per agent, a query close enough to a recent one reuses its hits (the widget).
+The search cache: per workspace, the same question with the same settings reuses the answer (the
+search API), until the workspace's sources change.
 
 Entries hold chunk ids and scores only, never answers or text, so a cached hit is still loaded (and
-tenancy-checked) from the database. Keys carry the workspace and agent, and every entry records its
-workspace, which is checked on read. Redis (the Django cache) shares entries across processes.
+tenancy-checked) from the database. Keys carry the workspace (and agent), and every entry records its
+workspace, which is checked on read.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -78,5 +84,76 @@ def store(
 
 
 def invalidate(*, workspace_id: int, agent_id: int) -> None:
-    """Any ingest, refresh or delete of an agent's sources makes its cached hits stale."""
+    """Any ingest, refresh or delete of an agent's sources makes its cached hits stale, and the
+    workspace's searches with them."""
     cache.delete(_key(workspace_id, agent_id))
+    invalidate_searches(workspace_id=workspace_id)
+
+
+# --- the search cache -------------------------------------------------------------------------------
+#
+# A workspace has a generation, a random token replaced whenever its sources change. An answer is stored
+# with the generation read before its search ran, and only served while that is still the workspace's:
+# invalidating is one write, however many answers are cached, and an answer computed from data that
+# changed while it was searched is never served. A token, not a counter: an evicted counter would
+# start again at a value old answers carry.
+
+
+@dataclass(frozen=True)
+class CachedSearch:
+    hits: list[tuple[VectorHit, float, float]]
+    #: chunks embedded by another model than the current one (the reindex notice)
+    stale_chunks: int
+
+
+def search_key(question: dict[str, Any]) -> str:
+    """The query, the search settings and the embedding model: an answer is reused for exactly these."""
+    return hashlib.sha256(json.dumps(question, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _generation_key(workspace_id: int) -> str:
+    return f"searchcache:v1:{int(workspace_id)}:generation"
+
+
+def _search_entry_key(workspace_id: int, key: str) -> str:
+    return f"searchcache:v1:{int(workspace_id)}:{key}"
+
+
+def search_lookup(*, workspace_id: int, key: str) -> tuple[str | None, CachedSearch | None]:
+    """The workspace's generation and the answer cached for `key` under it, in one round trip. The
+    generation is None when the cache is off (or a new one could not be read back)."""
+    if settings.SEARCH_CACHE_TTL <= 0:
+        return None, None
+    generation_key = _generation_key(workspace_id)
+    found = cache.get_many([generation_key, _search_entry_key(workspace_id, key)])
+    generation = found.get(generation_key)
+    if generation is None:
+        cache.add(generation_key, uuid.uuid4().hex, timeout=None)  # another process may win: read it back
+        return cache.get(generation_key), None
+    entry = found.get(_search_entry_key(workspace_id, key))
+    if not entry or entry["workspace_id"] != workspace_id or entry["generation"] != generation:
+        return generation, None
+    hits = [(VectorHit(chunk_id=c, score=s), v, k) for c, s, v, k in entry["hits"]]
+    return generation, CachedSearch(hits=hits, stale_chunks=entry["stale_chunks"])
+
+
+def search_store(
+    *,
+    workspace_id: int,
+    key: str,
+    generation: str,
+    hits: list[tuple[VectorHit, float, float]],
+    stale_chunks: int,
+) -> None:
+    entry = {
+        "workspace_id": workspace_id,
+        "generation": generation,
+        "hits": [(h.chunk_id, h.score, v, k) for h, v, k in hits],
+        "stale_chunks": stale_chunks,
+    }
+    cache.set(_search_entry_key(workspace_id, key), entry, timeout=settings.SEARCH_CACHE_TTL)
+
+
+def invalidate_searches(*, workspace_id: int) -> None:
+    """The workspace's chunks changed: no answer cached before now is served again."""
+    cache.set(_generation_key(workspace_id), uuid.uuid4().hex, timeout=None)

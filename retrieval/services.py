@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 
 from config.backends import embedders, rerankers, vector_stores
@@ -92,6 +93,19 @@ def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = 
     vector_stores["default"].upsert(
         workspace_id=workspace_id, records=records, model_name=embedder.model_name
     )
+    _record_embedding_model(workspace_id=workspace_id, chunks=chunks, model_name=embedder.model_name)
+    _searches_changed(workspace_id)
+
+
+def _record_embedding_model(*, workspace_id: int, chunks: list[Chunk], model_name: str) -> None:
+    """The chunk row records which model embedded it, whatever the store: the reindex notice and
+    `reindex --stale-only` read it there (a Qdrant point's payload cannot be counted per workspace and
+    joined to sources cheaply). The pgvector store already wrote it beside the vector, since its searches
+    match on it; the exclude then finds nothing to write."""
+    with workspace_scope(workspace_id):
+        Chunk.objects.filter(id__in=[c.id for c in chunks]).exclude(embedding_model=model_name).update(
+            embedding_model=model_name
+        )
 
 
 def embedded_by_another_model() -> Q:
@@ -114,6 +128,15 @@ def stale_embeddings(*, workspace_id: int) -> int:
 def delete_chunk_vectors(*, workspace_id: int, chunk_ids: list[str]) -> None:
     if chunk_ids:
         vector_stores["default"].delete(workspace_id=workspace_id, chunk_ids=chunk_ids)
+        _searches_changed(workspace_id)
+
+
+def _searches_changed(workspace_id: int) -> None:
+    """Cached search answers of the workspace are stale. Once now, and again when the change commits:
+    an answer cached in between (from the data before it) carries the generation that the commit
+    replaces, so it is never served."""
+    semantic_cache.invalidate_searches(workspace_id=workspace_id)
+    transaction.on_commit(lambda: semantic_cache.invalidate_searches(workspace_id=workspace_id))
 
 
 def search_hits(
@@ -164,11 +187,46 @@ def search_hits(
     return ranked
 
 
+@dataclass(frozen=True)
+class SearchResult:
+    passages: list[Passage]
+    #: chunks embedded by another model than the configured one: invisible to vector search until reindexed
+    stale_chunks: int
+    cached: bool
+
+
+def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> SearchResult:
+    """The search API's search. The same question with the same settings, asked again before the
+    workspace's sources change, is answered from the search cache: no embedding and no search, only the
+    passages loaded (inside the workspace's scope) for the cached chunk ids."""
+    model_name = embedders["default"].model_name
+    key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
+    generation, cached = semantic_cache.search_lookup(workspace_id=workspace_id, key=key)
+    if cached is not None:
+        passages = _load_passages(workspace_id, cached.hits)
+        return SearchResult(passages=passages, stale_chunks=cached.stale_chunks, cached=True)
+    passages, reranked_as_asked = _search_passages(workspace_id=workspace_id, query=query, params=params)
+    stale = stale_embeddings(workspace_id=workspace_id)
+    if generation is not None and reranked_as_asked:  # a reranker's failure is not kept for later
+        hits = [(VectorHit(p.chunk_id, p.score), p.vector_score, p.keyword_score) for p in passages]
+        semantic_cache.search_store(
+            workspace_id=workspace_id, key=key, generation=generation, hits=hits, stale_chunks=stale
+        )
+    return SearchResult(passages=passages, stale_chunks=stale, cached=False)
+
+
 def search_passages(
     *, workspace_id: int, query: str, params: SearchParams | None = None, agent_id: int | None = None
 ) -> list[Passage]:
     """Passages for a query. With an agent, only that agent's sources are searched, and the agent's
     semantic cache may answer for a query close enough to a recent one."""
+    return _search_passages(workspace_id=workspace_id, query=query, params=params, agent_id=agent_id)[0]
+
+
+def _search_passages(
+    *, workspace_id: int, query: str, params: SearchParams | None = None, agent_id: int | None = None
+) -> tuple[list[Passage], bool]:
+    """The passages, and whether the reranker asked for (if any) ranked them."""
     params = params or SearchParams()
     if agent_id is None:
         ranked = search_hits(workspace_id=workspace_id, query=query, params=params)
@@ -190,13 +248,17 @@ def search_passages(
             )
     candidates = ranked[: max(params.top_k, 50) if params.rerank else params.top_k]
     passages = _load_passages(workspace_id, candidates)
+    reranked_as_asked = True
     if params.rerank and passages:
-        passages = rerank_passages(query, passages, params.rerank)
-    return passages[: params.top_k]
+        reranked = _rerank(query, passages, params.rerank)
+        reranked_as_asked = reranked is not None
+        passages = reranked if reranked is not None else passages
+    return passages[: params.top_k], reranked_as_asked
 
 
-def rerank_passages(query: str, passages: list[Passage], alias: str) -> list[Passage]:
-    """Reorder by a reranker's scores; on any failure or invalid score, keep the retrieval order."""
+def _rerank(query: str, passages: list[Passage], alias: str) -> list[Passage] | None:
+    """Reorder by a reranker's scores; None (logged) on any failure or invalid score, and the caller
+    keeps the retrieval order."""
     candidates = passages[:50]
     try:
         scores = rerankers[alias].rerank(query, [p.text for p in candidates])
@@ -205,10 +267,10 @@ def rerank_passages(query: str, passages: list[Passage], alias: str) -> list[Pas
         )
     except Exception:
         log.warning("reranker %r failed; keeping the retrieval order", alias, exc_info=True)
-        return passages
+        return None
     if not valid:
         log.warning("reranker %r returned invalid scores; keeping the retrieval order", alias)
-        return passages
+        return None
     order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
     return [candidates[i] for i in order] + passages[50:]
 

@@ -183,6 +183,8 @@ EMBED_TITLE_PREFIX = env.bool("EMBED_TITLE_PREFIX", default=True)
 SEMANTIC_CACHE_THRESHOLD = env.float("SEMANTIC_CACHE_THRESHOLD", default=0.97)
 SEMANTIC_CACHE_TTL = env.int("SEMANTIC_CACHE_TTL", default=300)
 SEMANTIC_CACHE_MAX_ENTRIES = env.int("SEMANTIC_CACHE_MAX_ENTRIES", default=100)
+# The search API's answers, per workspace and question, until the workspace's sources change (0: off).
+SEARCH_CACHE_TTL = env.int("SEARCH_CACHE_TTL", default=300)
 
 # --- Crawling ---
 # Private networks (10/8, 192.168/16, loopback...) are refused unless a deployment opts in.

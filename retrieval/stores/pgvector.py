@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import psycopg
 from django.db import connection, transaction
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -277,16 +278,39 @@ class PgVectorStore(VectorStore):
             "ids": chunk_ids,
             **filter_params,
         }
-        with transaction.atomic(), connection.cursor() as cursor:
-            # A filtered HNSW scan stops after ef_search candidates; iterative scans go on until enough
-            # rows of this workspace (and filters, and floor) are found (pgvector >= 0.8).
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(self._ef_search(cursor), top_k)])
-            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            cursor.execute(sql, params)
-            hits = [VectorHit(chunk_id=cid, score=float(score)) for cid, score in cursor.fetchall()]
+        with connection.cursor() as cursor:
+            if chunk_ids is not None:
+                cursor.execute(sql, params)  # read by primary key: no index scan to set up
+                rows = cursor.fetchall()
+            else:
+                rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+        hits = [VectorHit(chunk_id=cid, score=float(score)) for cid, score in rows]
         if chunk_ids is not None:
             hits = sorted(hits, key=lambda h: (-h.score, h.chunk_id))[:top_k]
         return hits
+
+    @staticmethod
+    def _hnsw_select(cursor: Any, ef_search: int, sql: str, params: dict[str, Any]) -> list[tuple]:
+        """Run a search through the HNSW index. A filtered HNSW scan stops after ef_search candidates;
+        iterative scans go on until enough rows of this workspace (and filters, and floor) are found
+        (pgvector >= 0.8). Both settings are LOCAL to the search's transaction. With client-side binding
+        (Django's default) they go with the query in one round trip: several statements sent as one
+        simple query run in one implicit transaction. A BEGIN, two SETs and a COMMIT of their own were
+        four more round trips, a third of a hybrid search's SQL time at 5,748 chunks."""
+        settings = (
+            f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL hnsw.iterative_scan = strict_order"
+        )
+        if isinstance(cursor.cursor, psycopg.ClientCursor):
+            cursor.execute(f"{settings}; {sql}", params)
+            while cursor.description is None and cursor.cursor.nextset():
+                pass  # past the SETs' results to the query's
+            return cursor.fetchall()
+        # Server-side binding (OPTIONS server_side_binding) sends one statement at a time.
+        with transaction.atomic():
+            for setting in settings.split("; "):
+                cursor.execute(setting)
+            cursor.execute(sql, params)
+            return cursor.fetchall()
 
     def keyword_search(
         self,
@@ -301,59 +325,28 @@ class PgVectorStore(VectorStore):
         if not terms or chunk_ids == []:
             return []
         where, filter_params = filter_sql(filters)
+        params = {
+            "terms": list(terms),
+            "counts": list(terms.values()),
+            "workspace": workspace_id,
+            "floor": float(min_score or 0.0),
+            "ids": chunk_ids,
+            **filter_params,
+        }
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT chunk_count, total_length FROM retrieval_keywordstats WHERE workspace_id = %s",
-                [workspace_id],
-            )
-            stats = cursor.fetchone()
-            if not stats or not stats[0]:
-                return []
-            chunk_count, total_length = stats
-            query_terms = list(terms)
-            cursor.execute(
-                "SELECT term, count(*) FROM retrieval_keywordposting"
-                " WHERE workspace_id = %s AND term = ANY(%s) GROUP BY term",
-                [workspace_id, query_terms],
-            )
-            frequencies = dict(cursor.fetchall())
-            found = [t for t in query_terms if t in frequencies]
-            if not found:
-                return []
-            idfs = [keyword.idf(chunk_count, frequencies.get(t, 0)) for t in query_terms]
-            weights = [idf * terms[t] for idf, t in zip(idfs, query_terms, strict=True)]
-            best = keyword.max_score(idfs, [terms[t] for t in query_terms])
-            params = {
-                "terms": query_terms,
-                "weights": weights,
-                "avg_length": total_length / chunk_count,
-                "best": best,
-                "workspace": workspace_id,
-                "floor": float(min_score or 0.0),
-                "ids": chunk_ids,
-                **filter_params,
-            }
             if not where:
-                cursor.execute(
-                    self._keyword_sql(filtered=False, chunk_ids=chunk_ids), {**params, "limit": top_k}
-                )
+                cursor.execute(self._keyword_sql(chunk_ids=chunk_ids), {**params, "limit": top_k})
                 rows = cursor.fetchall()
             else:
                 # Filters (the agent, the audiences) usually pass most chunks. Rank without them first
                 # and keep the first top_k that pass: exact whenever that many pass among the first
                 # candidates. Joining every posting row to its chunk for the filter is what made a
-                # filtered keyword search ~30x slower at 100k chunks.
+                # filtered keyword search ~30x slower at 100k chunks; only the candidates are joined.
                 candidates = max(top_k * 10, 200)
-                cursor.execute(
-                    self._keyword_sql(filtered=False, chunk_ids=chunk_ids), {**params, "limit": candidates}
-                )
+                sql = self._keyword_sql(chunk_ids=chunk_ids, passing=where)
+                cursor.execute(sql, {**params, "limit": candidates})
                 ranked = cursor.fetchall()
-                cursor.execute(
-                    f"SELECT c.id::text FROM sources_chunk c WHERE c.id = ANY(%(ranked)s::uuid[]){where}",
-                    {**filter_params, "ranked": [cid for cid, _ in ranked]},
-                )
-                passing = {row[0] for row in cursor.fetchall()}
-                rows = [(cid, score) for cid, score in ranked if cid in passing][:top_k]
+                rows = [(cid, score) for cid, score, passes in ranked if passes][:top_k]
                 if len(rows) < top_k and len(ranked) == candidates:
                     rows = self._rank_filtered(cursor, params, where, filter_params, chunk_ids, top_k)
             return [VectorHit(chunk_id=cid, score=min(1.0, float(score))) for cid, score in rows]
@@ -383,33 +376,52 @@ class PgVectorStore(VectorStore):
                 allowed = [cid for cid in allowed if cid in given]
             if not allowed:
                 return []
-            cursor.execute(
-                self._keyword_sql(filtered=False, chunk_ids=allowed),
-                {**params, "ids": allowed, "limit": top_k},
-            )
+            cursor.execute(self._keyword_sql(chunk_ids=allowed), {**params, "ids": allowed, "limit": top_k})
         else:
-            sql = self._keyword_sql(filtered=True, chunk_ids=chunk_ids, where=where)
+            sql = self._keyword_sql(chunk_ids=chunk_ids, join_filter=where)
             cursor.execute(sql, {**params, "limit": top_k})
         return cursor.fetchall()
 
     @staticmethod
-    def _keyword_sql(*, filtered: bool, chunk_ids: list[str] | None, where: str = "") -> str:
-        """BM25: sum over query terms of idf * qtf * tf*(k1+1) / (tf + k1*(1-b+b*len/avglen)), divided
-        by the best score the query could reach so it lands in [0, 1]. K1 and B are our constants."""
+    def _keyword_sql(*, chunk_ids: list[str] | None, passing: str = "", join_filter: str = "") -> str:
+        """BM25 in one statement: sum over query terms of idf * qtf * tf*(k1+1) / (tf + k1*(1-b+b*len/avg)),
+        divided by the best score the query could reach so it lands in [0, 1] (keyword.max_score). idf is
+        keyword.idf over the workspace's statistics, computed here rather than in Python: reading the
+        statistics and document frequencies first cost two more round trips per search.
+
+        `passing`: a filter condition on `c`; every ranked candidate comes back with whether it passes.
+        `join_filter`: the filter joined to every posting instead (for filters that pass many chunks
+        beyond FILTERED_IDS_CAP). K1 and B are our constants."""
         k1, b = keyword.K1, keyword.B
-        join = " JOIN sources_chunk c ON c.id = p.chunk_id" if filtered else ""
-        conditions = where if filtered else ""
+        join = " JOIN sources_chunk c ON c.id = p.chunk_id" if join_filter else ""
+        conditions = join_filter
         if chunk_ids is not None:
             conditions += " AND p.chunk_id = ANY(%(ids)s::uuid[])"
-        return (
-            "WITH q(term, w) AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[])),"
+        ranking = (
+            "WITH stats AS (SELECT chunk_count::float8 AS n, total_length::float8 / chunk_count AS avg_length"
+            "  FROM retrieval_keywordstats WHERE workspace_id = %(workspace)s AND chunk_count > 0),"
+            # The query terms' postings, read once (an index-only scan) for both their counts and the scores.
+            " postings AS MATERIALIZED (SELECT term, chunk_id, tf, length FROM retrieval_keywordposting"
+            "  WHERE workspace_id = %(workspace)s AND term = ANY(%(terms)s::text[])),"
+            " df AS (SELECT term, count(*)::float8 AS n FROM postings GROUP BY term),"
+            " q AS (SELECT t.term,"
+            "  t.qtf * ln(1 + (s.n - coalesce(df.n, 0) + 0.5) / (coalesce(df.n, 0) + 0.5)) AS w"
+            "  FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS t(term, qtf) CROSS JOIN stats s"
+            "  LEFT JOIN df ON df.term = t.term),"
             " scored AS ("
             f"  SELECT p.chunk_id, sum(q.w * p.tf * {k1 + 1}"
-            f"   / (p.tf + {k1} * (1 - {b} + {b} * p.length / %(avg_length)s))) / %(best)s AS score"
-            f"  FROM retrieval_keywordposting p JOIN q ON q.term = p.term{join}"
-            f"  WHERE p.workspace_id = %(workspace)s{conditions} GROUP BY p.chunk_id)"
-            " SELECT chunk_id::text, score FROM scored WHERE score >= %(floor)s"
-            " ORDER BY score DESC, chunk_id LIMIT %(limit)s"
+            f"   / (p.tf + {k1} * (1 - {b} + {b} * p.length / (SELECT avg_length FROM stats))))"
+            f"   / (SELECT nullif(sum(w) * {k1 + 1}, 0) FROM q) AS score"
+            f"  FROM postings p JOIN q ON q.term = p.term{join}"
+            f"  WHERE TRUE{conditions} GROUP BY p.chunk_id),"
+            " ranked AS (SELECT chunk_id, score FROM scored WHERE score >= %(floor)s"
+            "  ORDER BY score DESC, chunk_id LIMIT %(limit)s)"
+        )
+        if not passing:
+            return ranking + " SELECT chunk_id::text, score FROM ranked ORDER BY score DESC, chunk_id"
+        return (
+            ranking + " SELECT r.chunk_id::text, r.score, c.id IS NOT NULL FROM ranked r"
+            f" LEFT JOIN sources_chunk c ON c.id = r.chunk_id{passing} ORDER BY r.score DESC, r.chunk_id"
         )
 
     def current_ef_search(self) -> int:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from sources.models import ApiKey, Membership, Workspace
+
+#: People read when a key was last used to the minute. Writing it on every request was a write and a
+#: commit per search (~1 ms of a cached answer's ~4).
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         api_key = ApiKey.unscoped.select_related("workspace").filter(prefix=parts[1]).first()
         if api_key is None or api_key.revoked_at is not None or not api_key.matches(raw):
             raise exceptions.AuthenticationFailed("Invalid API key.")
-        ApiKey.unscoped.filter(id=api_key.id).update(last_used_at=timezone.now())
+        now = timezone.now()
+        if api_key.last_used_at is None or now - api_key.last_used_at >= LAST_USED_RESOLUTION:
+            ApiKey.unscoped.filter(id=api_key.id).update(last_used_at=now)
         return ApiKeyPrincipal(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:

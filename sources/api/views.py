@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from ingestion import lifecycle
 from ingestion.kinds.base import KindError
 from ingestion.kinds.upload import UploadTooLarge
-from retrieval.services import SearchParams, search_passages, stale_embeddings
+from retrieval.services import SearchParams, search_workspace
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
     PassageSerializer,
@@ -98,7 +98,7 @@ class SearchView(WorkspaceAPIView):
         params = SearchQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        passages = search_passages(
+        result = search_workspace(
             workspace_id=self.workspace.id,
             query=data["q"],
             params=SearchParams(
@@ -109,15 +109,14 @@ class SearchView(WorkspaceAPIView):
                 rerank=data.get("rerank"),
             ),
         )
-        body = {"results": PassageSerializer(passages, many=True).data}
-        stale = stale_embeddings(workspace_id=self.workspace.id)
-        if stale:
+        body = {"results": PassageSerializer(result.passages, many=True).data}
+        if result.stale_chunks:
             # A model change is detected, not papered over: these chunks need a reindex to be found.
             body["reindex_needed"] = {
-                "chunks": stale,
+                "chunks": result.stale_chunks,
                 "message": "Some passages were embedded by another model; reindex their sources.",
             }
-        return Response(body)
+        return Response(body, headers={"X-Search-Cache": "hit" if result.cached else "miss"})
 
 
 class DiscoverRequestSerializer(serializers.Serializer):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from django.db import connection, transaction
@@ -86,8 +88,7 @@ def test_search_sets_ef_search_from_the_table_size_unless_it_is_fixed(workspace,
     seen = []
 
     def record(execute, sql, params, many, context):
-        if "hnsw.ef_search" in sql:
-            seen.append(params[0])
+        seen.extend(int(value) for value in re.findall(r"SET LOCAL hnsw\.ef_search = (\d+)", sql))
         return execute(sql, params, many, context)
 
     corpus = Corpus(PgVectorStore(), workspace, agent)

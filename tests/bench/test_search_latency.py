@@ -1,0 +1,340 @@
+"""The search API's latency over real HTTP, beside the raw parts of a search measured in the same run.
+
+A workspace holds SciFact's abstracts (`../shared/data/scifact`), chunked as ingestion chunks them, with
+real BM25 postings; their vectors come from the synthetic corpus (clustered, unit length), since embedding
+5,183 abstracts would take minutes and a vector's content does not change what a search costs. A gunicorn
+process on 127.0.0.1 (gthread, as `make run` starts it, one worker) serves the test database, and this
+process asks `GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive
+connection:
+
+- per mode (hybrid, keyword, vector), SciFact claims asked for the first time (nothing cached);
+- the same claims asked again (a repeated question);
+- `GET /healthz` (no database, no search): the floor of the HTTP and Django stack;
+- beside them, in this process: the raw parts (the query's embedding plus an exact dense search of the
+  same vectors in numpy, top 5), the embedding alone, and `search_passages` without HTTP.
+
+One JSON line and a table are printed. The test asserts what the answers are (results, a repeated
+question answered the same), never how fast they came. `make bench` runs it on every abstract
+(GROUNDED_BENCH_SEARCH_DOCS=all, 5,748 chunks) with 200 claims; the default run is small.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import numpy as np
+import pytest
+
+from tests.bench.corpus import BLOCK, SyntheticCorpus
+from tests.factories import SHARED_DATA
+
+# Committed rows (transaction=True), so the server process sees them; the database is emptied after.
+pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parents[2]
+SCIFACT = Path(os.environ.get("GROUNDED_SCIFACT_DIR", SHARED_DATA / "scifact"))
+_DOCS = os.environ.get("GROUNDED_BENCH_SEARCH_DOCS", "300")
+DOCS = None if _DOCS == "all" else int(_DOCS)
+QUERIES = int(os.environ.get("GROUNDED_BENCH_SEARCH_QUERIES", "30"))
+MODES = ("hybrid", "keyword", "vector")
+TOP_K = 5
+WARMUP = 5
+UPSERT_BATCH = 500
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    p50, p95 = np.percentile(np.array(seconds) * 1000, [50, 95])
+    return {"p50_ms": round(float(p50), 2), "p95_ms": round(float(p95), 2), "n": len(seconds)}
+
+
+def timed(function: Callable[[str], Any], inputs: list[str]) -> tuple[list[Any], dict[str, float]]:
+    """Each input once, timed; a first call on a claim that is not among them warms the path up."""
+    function("unmeasured warm-up: " + inputs[0][::-1])
+    results, seconds = [], []
+    for item in inputs:
+        started = time.perf_counter()
+        results.append(function(item))
+        seconds.append(time.perf_counter() - started)
+    return results, percentiles(seconds)
+
+
+def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
+    rows = []
+    with path.open() as lines:
+        for line in lines:
+            rows.append(json.loads(line))
+            if limit is not None and len(rows) >= limit:
+                break
+    return rows
+
+
+class SciFactWorkspace:
+    """One workspace, agent and source holding SciFact abstracts, one document each."""
+
+    def __init__(self, docs: int | None) -> None:
+        from django.conf import settings
+
+        from agents.models import Agent
+        from config.backends import embedders, vector_stores
+        from ingestion.chunking import chunk_id, chunk_text
+        from retrieval.keyword import term_counts
+        from retrieval.services import embedding_input
+        from retrieval.stores.base import VectorRecord
+        from sources.models import Chunk, Document, Source, Workspace
+        from sources.services import api_key_create
+        from sources.tenancy import workspace_scope
+
+        abstracts = read_jsonl(SCIFACT / "corpus.jsonl", docs)
+        self.workspace = Workspace.objects.create(name="Bench search", slug=f"bench-search-{os.getpid()}")
+        _key, self.api_key = api_key_create(workspace=self.workspace, name="bench")
+        with workspace_scope(self.workspace.id):
+            self.agent = Agent.objects.create(name="SciFact")
+            source = Source.objects.create(agent=self.agent, kind="text", title="SciFact", status="done")
+            documents = Document.objects.bulk_create(
+                [
+                    Document(
+                        workspace_id=self.workspace.id,
+                        source=source,
+                        title=a["title"],
+                        text=a["text"],
+                        language="en",
+                        status="done",
+                    )
+                    for a in abstracts
+                ],
+                batch_size=2000,
+            )
+            chunks, inputs = [], []
+            for document in documents:
+                pieces = chunk_text(
+                    document.text,
+                    target_chars=settings.CHUNK_TARGET_CHARS,
+                    overlap_chars=settings.CHUNK_OVERLAP_CHARS,
+                )
+                for piece in pieces:
+                    cid = chunk_id(document.id, piece.position, piece.text)
+                    chunks.append(
+                        Chunk(
+                            id=cid,
+                            workspace_id=self.workspace.id,
+                            document=document,
+                            source=source,
+                            position=piece.position,
+                            text=piece.text,
+                            metadata={"agent_id": self.agent.id, "document_id": document.id, "lang": "en"},
+                        )
+                    )
+                    inputs.append(embedding_input(piece.text, document.title))
+            Chunk.objects.bulk_create(chunks, batch_size=2000)
+        synthetic = SyntheticCorpus(len(chunks))
+        self.vectors = np.concatenate([synthetic.block(b).vectors for b in range(synthetic.blocks)])
+        assert len(self.vectors) == len(chunks) and BLOCK > 0
+        store = vector_stores["default"]
+        model = embedders["default"].model_name
+        for start in range(0, len(chunks), UPSERT_BATCH):
+            store.upsert(
+                workspace_id=self.workspace.id,
+                records=[
+                    VectorRecord(
+                        chunk_id=str(chunks[i].id),
+                        vector=self.vectors[i],
+                        metadata=chunks[i].metadata,
+                        terms=term_counts(inputs[i]),
+                    )
+                    for i in range(start, min(start + UPSERT_BATCH, len(chunks)))
+                ],
+                model_name=model,
+            )
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            # A workspace that stopped changing, as autovacuum leaves it: statistics for the planner and
+            # the visibility map that lets index-only scans skip the heap (each posting read otherwise
+            # fetched its heap row, tripling the keyword search's time).
+            for table in ("sources_chunk", "retrieval_keywordposting", "retrieval_keywordstats"):
+                cursor.execute(f"VACUUM ANALYZE {table}")
+        self.chunks = len(chunks)
+        self.documents = len(documents)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def gunicorn(port: int) -> Iterator[subprocess.Popen]:
+    """The web server as `make run` starts it (one worker instead of two), on the test database."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        GROUNDED_TEST_RUN=settings.TEST_RUN_ID,  # the same Redis key prefix as this process
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+    )
+    log_path = ROOT / ".local" / f"bench-search-gunicorn-{settings.TEST_RUN_ID}.log"
+    log_path.parent.mkdir(exist_ok=True)
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--worker-class",
+                "gthread",
+                "--threads",
+                "4",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield process
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@pytest.fixture
+def scifact() -> SciFactWorkspace:
+    if not (SCIFACT / "corpus.jsonl").exists():
+        pytest.skip(f"SciFact is not at {SCIFACT}")
+    return SciFactWorkspace(DOCS)
+
+
+class Client:
+    """Plain http.client on one kept-alive connection: the least a client can add to each request."""
+
+    def __init__(self, port: int, api_key: str) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> tuple[int, bytes, str | None]:
+        url = f"{path}?{urlencode(params)}" if params else path
+        try:
+            return self._get(url)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # gunicorn closes a connection idle for 2 s (while this process measured something else);
+            # each phase starts with an unmeasured request, so no figure includes the reconnection.
+            self.connection.close()
+            return self._get(url)
+
+    def _get(self, url: str) -> tuple[int, bytes, str | None]:
+        self.connection.request("GET", url, headers=self.headers)
+        response = self.connection.getresponse()
+        return response.status, response.read(), response.getheader("X-Search-Cache")
+
+
+@pytest.fixture
+def server(scifact) -> Iterator[Client]:
+    port = free_port()
+    with gunicorn(port):
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client = Client(port, scifact.api_key)
+                if client.get("/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("gunicorn did not answer /healthz within 60 s (see .local/bench-search-*.log)")
+            time.sleep(0.2)
+        try:
+            yield client
+        finally:
+            client.connection.close()
+
+
+def test_search_api_latency_beside_its_raw_parts(scifact, server):
+    from config.backends import embedders
+    from retrieval.services import SearchParams, search_passages
+
+    claims = list(dict.fromkeys(q["text"] for q in read_jsonl(SCIFACT / "queries.jsonl")))
+    warmup, claims = claims[:WARMUP], claims[WARMUP : WARMUP + QUERIES]
+    embedder = embedders["default"]
+
+    def ask(mode: str) -> Callable[[str], dict]:
+        def get(claim: str) -> dict:
+            status, body, cache = server.get("/api/v1/search", {"q": claim, "top_k": TOP_K, "mode": mode})
+            assert status == 200, body[:300]
+            return {**json.loads(body), "cache": cache}
+
+        return get
+
+    def raw(claim: str) -> list[int]:
+        # einsum, not `@`: BLAS's threads fought the embedder's on two busy cores (a 5,748 x 384 product
+        # took longer than the embedding); einsum's own loop is single-threaded, ~1 ms.
+        scores = np.einsum("ij,j->i", scifact.vectors, embedder.embed_query(claim))
+        top = np.argpartition(-scores, TOP_K)[:TOP_K]
+        return top[np.argsort(-scores[top])].tolist()
+
+    def in_process(mode: str) -> Callable[[str], list]:
+        params = SearchParams(top_k=TOP_K, mode=mode)
+        return lambda claim: search_passages(workspace_id=scifact.workspace.id, query=claim, params=params)
+
+    for claim in warmup:  # loads the embedder and fills connections, here and in the server
+        raw(claim)
+        for mode in MODES:
+            ask(mode)(claim)
+            in_process(mode)(claim)
+    figures: dict[str, Any] = {}
+    _, figures["raw_parts"] = timed(raw, claims)
+    _, figures["embedding_alone"] = timed(embedder.embed_query, claims)
+    _, figures["http_floor_healthz"] = timed(lambda _claim: server.get("/healthz"), claims)
+    for mode in MODES:
+        _, figures[f"in_process_{mode}"] = timed(in_process(mode), claims)
+        first, figures[f"api_{mode}"] = timed(ask(mode), claims)
+        again, figures[f"api_{mode}_repeated"] = timed(ask(mode), claims)
+        answered = sum(bool(body["results"]) for body in first)
+        assert answered == len(claims) if mode != "keyword" else answered >= len(claims) / 2
+        # A repeated question gets the same answer, cached or not (the header: from the cache, if any).
+        assert [body["results"] for body in again] == [body["results"] for body in first]
+        figures[f"api_{mode}_repeated"]["cache_hits"] = sum(body["cache"] == "hit" for body in again)
+        assert not any(body["cache"] == "hit" for body in first)
+
+    raw_p50, raw_p95 = figures["raw_parts"]["p50_ms"], figures["raw_parts"]["p95_ms"]
+    for mode in MODES:
+        api = figures[f"api_{mode}"]
+        api["x_raw_p50"] = round(api["p50_ms"] / raw_p50, 2)
+        api["x_raw_p95"] = round(api["p95_ms"] / raw_p95, 2)
+    print(
+        "\nsearch-latency "
+        + json.dumps(
+            {
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "documents": scifact.documents,
+                "chunks": scifact.chunks,
+                "top_k": TOP_K,
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                **figures,
+            }
+        )
+    )
+    print(f"{'':28} {'p50 ms':>8} {'p95 ms':>8}  ({scifact.chunks} chunks, {len(claims)} claims)")
+    for name, row in figures.items():
+        extra = f"  x raw: {row['x_raw_p50']} / {row['x_raw_p95']}" if "x_raw_p50" in row else ""
+        extra += f"  cache hits: {row['cache_hits']}/{row['n']}" if "cache_hits" in row else ""
+        print(f"{name:28} {row['p50_ms']:8.2f} {row['p95_ms']:8.2f}{extra}")
