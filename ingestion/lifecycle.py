@@ -24,6 +24,7 @@ from sources.tenancy import workspace_scope
 __all__ = [
     "KindError",
     "UploadTooLarge",
+    "queue_document_index",
     "queue_page_jobs",
     "retry_failed",
     "source_cancel",
@@ -242,6 +243,21 @@ def queue_page_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
                 kwargs={"workspace_id": workspace_id, "document_id": document_id},
                 countdown=i * stagger if stagger else None,
             )
+
+    transaction.on_commit(publish)
+
+
+def queue_document_index(*, workspace_id: int, document_ids: list[int]) -> None:
+    """Index these documents on the index queue, one job each, once the transaction that wrote them
+    commits (documents pushed through the documents API, ingestion/push.py)."""
+    from ingestion import tasks
+
+    if not document_ids:
+        return
+
+    def publish() -> None:
+        for document_id in document_ids:
+            tasks.index_document.delay(workspace_id=workspace_id, document_id=document_id)
 
     transaction.on_commit(publish)
 
