@@ -302,7 +302,11 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
         outcome = Outcome(external_id=str(external_id or ""), result="invalid")
         outcomes.append(outcome)
         try:
-            prepared = prepare(external_id=external_id, payload=payload)
+            # The folder command prepares documents for its plan; they are not converted twice.
+            if isinstance(payload, Prepared):
+                prepared = payload
+            else:
+                prepared = prepare(external_id=external_id, payload=payload)
         except DocumentTooLarge as exc:
             outcome.errors, outcome.too_large = exc.errors, True
             continue
@@ -431,12 +435,14 @@ class Plan:
     remove: list[str]
 
 
-def plan(*, workspace: Workspace, agent_id: Any, documents: list[Prepared], prune: bool) -> Plan:
+def plan(
+    *, workspace: Workspace, agent_id: Any, documents: list[Prepared], keep: set[str] | None = None
+) -> Plan:
+    """With `keep` (the ids still present, readable or not), every other pushed document is to remove."""
     known = fingerprints(workspace=workspace, agent_id=agent_id)
-    incoming = {d.external_id for d in documents}
     return Plan(
         create=[d for d in documents if d.external_id not in known],
         change=[d for d in documents if d.external_id in known and known[d.external_id] != d.fingerprint],
         unchanged=[d for d in documents if known.get(d.external_id) == d.fingerprint],
-        remove=sorted(set(known) - incoming) if prune else [],
+        remove=sorted(set(known) - keep) if keep is not None else [],
     )
