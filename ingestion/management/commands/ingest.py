@@ -35,6 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--prune", action="store_true", help="remove pushed documents whose file is gone")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self.verbosity = options["verbosity"]
         root: Path = options["path"].resolve()
         if not root.is_dir():
             raise CommandError(f"{root} is not a folder.")
