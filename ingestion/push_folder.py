@@ -22,7 +22,7 @@ from django.conf import settings
 
 from ingestion.parsers.base import ParseError
 from ingestion.parsers.text import decode_text
-from ingestion.push import RESERVED_METADATA
+from ingestion.push_input import RESERVED_METADATA
 from retrieval.stores.base import FILTER_KEY
 
 MARKDOWN = {".md", ".markdown", ".mdx"}
