@@ -264,3 +264,10 @@ def test_the_schema_describes_the_documents_api(api):
     assert {"202", "200", "400", "404", "413"} <= set(one["put"]["responses"])
     assert "post" in paths["/api/v1/agents/{agent_id}/documents:batch"]
     assert "get" in paths["/api/v1/agents/{agent_id}/documents"]
+
+
+def test_the_push_source_shows_in_the_web_ui_with_the_others(api, client, owner, agent):
+    api.put(url(agent, "faq"), {"title": "FAQ", "text": "Answers."}, format="json")
+    client.force_login(owner)
+    page = client.get(f"/app/agents/{agent.id}/sources").content.decode()
+    assert "Pushed documents" in page and "Sent through the documents API" in page
