@@ -119,6 +119,11 @@ def _build_chunks(document: Document) -> list[Chunk]:
                 position=piece.position,
                 text=piece.text,
                 metadata={
+                    # Who may retrieve this chunk; visitors see "public" plus what their token grants.
+                    "audience": source.config.get("audience") or ["public"],
+                    # A document's own keys (a pushed document's metadata and audience) come next, and the
+                    # keys we set last, so no document can claim another agent or workspace.
+                    **document.metadata,
                     "agent_id": source.agent_id,
                     "document_id": document.id,
                     "chunk_id": str(cid),
@@ -126,8 +131,6 @@ def _build_chunks(document: Document) -> list[Chunk]:
                     "workspace_id": document.workspace_id,
                     "source_id": document.source_id,
                     "lang": document.language,
-                    # Who may retrieve this chunk; visitors see "public" plus what their token grants.
-                    "audience": source.config.get("audience") or ["public"],
                 },
             )
         )

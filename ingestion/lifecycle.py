@@ -248,8 +248,12 @@ def queue_page_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
 
 
 def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
-    """One index job per document, for a source too big to index within one task's time limit."""
+    """One index job per document, once the transaction that wrote them commits: a source too big to index
+    within one task's time limit, or documents pushed through the documents API (ingestion/push.py)."""
     from ingestion import tasks
+
+    if not document_ids:
+        return
 
     def publish() -> None:
         for document_id in document_ids:

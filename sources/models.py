@@ -138,6 +138,11 @@ class Document(TenantModel):
     url = models.URLField(max_length=2000, blank=True)
     title = models.CharField(max_length=500, blank=True)
     text = models.TextField(blank=True)
+    # The customer's own id for a document pushed through the documents API (ingestion/push.py); empty
+    # for documents we made ourselves. Unique within its source, so per agent (one push source each).
+    external_id = models.CharField(max_length=500, blank=True, default="")
+    # What this document adds to its chunks' metadata (a pushed document's own keys and its audience).
+    metadata = models.JSONField(default=dict, blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
     language = models.CharField(max_length=16, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -152,6 +157,13 @@ class Document(TenantModel):
 
     class Meta:
         indexes = [models.Index(fields=["source", "status"]), models.Index(fields=["status", "updated_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="one_document_per_external_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or self.url or f"document {self.pk}"

@@ -21,6 +21,7 @@ KINDS: dict[str, str] = {
     "feed": "ingestion.kinds.feed.FeedKind",
     "auto": "ingestion.kinds.auto.AutoKind",
     "upload": "ingestion.kinds.upload.UploadKind",
+    "push": "ingestion.kinds.push.PushKind",
 }
 
 

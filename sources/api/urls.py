@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sources.api import views
+from sources.api import documents, views
 
 urlpatterns = [
     path("sources", views.SourceListView.as_view(), name="source-list"),
@@ -15,4 +15,20 @@ urlpatterns = [
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
     path("search", views.SearchView.as_view(), name="search"),
     path("discover", views.DiscoverView.as_view(), name="discover"),
+    # The documents API: agents by id (the widget's API under agents/ is keyed by public key).
+    path(
+        "agents/<int:agent_id>/documents",
+        documents.AgentDocumentListView.as_view(),
+        name="agent-document-list",
+    ),
+    path(
+        "agents/<int:agent_id>/documents:batch",
+        documents.AgentDocumentBatchView.as_view(),
+        name="agent-document-batch",
+    ),
+    path(
+        "agents/<int:agent_id>/documents/<path:external_id>",
+        documents.AgentDocumentView.as_view(),
+        name="agent-document",
+    ),
 ]
