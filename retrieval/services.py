@@ -20,7 +20,7 @@ from retrieval import cache as semantic_cache
 from retrieval import keyword
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, VectorRecord, validate_filters
-from sources.models import Chunk
+from sources.models import Chunk, Source
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -154,6 +154,7 @@ def search_hits(
     else:
         order = [h.chunk_id for h in (by_vector or by_keyword)]
 
+    order = _without_hidden_sources(workspace_id, order)
     ranked = []
     for cid in order:
         v, k = vector_scores.get(cid, 0.0), keyword_scores.get(cid, 0.0)
@@ -162,6 +163,26 @@ def search_hits(
             continue
         ranked.append((VectorHit(chunk_id=cid, score=score), v, k))
     return ranked
+
+
+def _without_hidden_sources(workspace_id: int, chunk_ids: list[str]) -> list[str]:
+    """Drop chunks of sources paused with "leave out of search": kept in the store, never found. Applied on
+    top of the stores' own workspace and metadata filters (which stay as they are), so both stores and the
+    semantic cache (invalidated when a source is paused) agree. Costs one indexed query when no source of
+    the workspace is hidden."""
+    if not chunk_ids:
+        return chunk_ids
+    with workspace_scope(workspace_id):
+        hidden = list(
+            Source.objects.filter(paused=True, hidden_while_paused=True).values_list("id", flat=True)
+        )
+        if not hidden:
+            return chunk_ids
+        dropped = {
+            str(i)
+            for i in Chunk.objects.filter(id__in=chunk_ids, source_id__in=hidden).values_list("id", flat=True)
+        }
+    return [cid for cid in chunk_ids if cid not in dropped]
 
 
 def search_passages(

@@ -37,6 +37,7 @@ CRAWL_RETRY_BACKOFF = [0.2, 0.2, 0.2]
 CRAWL_RATE_LIMIT_WAIT = 0.2
 CRAWL_STAGGER_SECONDS = 0.0
 CRAWL_HOST_WAIT_SECONDS = 0.2
+SYNC_JITTER_SECONDS = 0.0
 CRAWL_FETCH_TIMEOUT = 3.0
 CRAWL_MAX_SOURCE_BYTES = 2 * 1024 * 1024  # so the oversized-page test needs only a 3 MB body
 # Shared by the test process and its worker processes (same run id), apart from a developer's media.
