@@ -12,6 +12,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from ingestion.chunking import chunk_id, chunk_text
+from ingestion.failures import nothing_indexed
 from ingestion.kinds.registry import get_kind
 from retrieval import cache as semantic_cache
 from retrieval.embedders.base import EmbeddingError
@@ -139,7 +140,7 @@ def _build_chunks(document: Document) -> list[Chunk]:
 
 def _fail_document(document: Document, message: str, detail: str) -> None:
     Document.objects.filter(id=document.id).update(
-        status=Status.FAILED, error=message[:500], error_detail=detail
+        status=Status.FAILED, error=message[:500], error_detail=detail, failure_class="indexing"
     )
 
 
@@ -152,7 +153,13 @@ def delete_source_chunks(*, source: Source) -> None:
 
 
 def source_refresh_status(*, source_id: int) -> None:
-    """Derive a source's counters and status from its documents (the single source of truth)."""
+    """Derive a source's counters and status from its documents (the single source of truth). When nothing
+    is in flight any more, its open sync ends first (ingestion.sync.finish), removing condemned pages."""
+    from ingestion import sync
+
+    active = [Status.PENDING, Status.CRAWLING, Status.INDEXING]
+    if not Document.objects.filter(source_id=source_id, status__in=active).exists():
+        sync.finish(source_id=source_id)
     counts = Document.objects.filter(source_id=source_id).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(status=Status.DONE)),
@@ -166,26 +173,28 @@ def source_refresh_status(*, source_id: int) -> None:
         "chunks_count": chunks,
     }
     in_flight = counts["total"] - counts["done"] - counts["failed"]
+    row = Source.objects.filter(id=source_id).values("kind", "error", "status").first()
+    kind = get_kind(row["kind"]) if row else None
     if in_flight == 0:
         if counts["done"] == 0:
-            first_error = (
+            failed = list(
                 Document.objects.filter(source_id=source_id, status=Status.FAILED)
-                .values("error", "error_detail")
-                .first()
+                .order_by("id")
+                .values_list("failure_class", "error", "error_detail")[:1000]
             )
-            update.update(
-                status=Status.FAILED,
-                error=(first_error or {}).get("error") or "Nothing could be indexed.",
-                error_detail=(first_error or {}).get("error_detail", ""),
-            )
+            # A listing that failed already said why (row["error"]); pages that failed say it now.
+            listing_error = row["error"] if row and row["status"] == Status.FAILED else ""
+            error, detail = nothing_indexed(failed, listing_error, kind.unit[0] if kind else "page")
+            update.update(status=Status.FAILED, error=error[:500])
+            if failed or not listing_error:
+                update["error_detail"] = detail
         else:
             update.update(status=Status.DONE, indexed_at=timezone.now(), error="", error_detail="")
     else:
         crawling = Document.objects.filter(
             source_id=source_id, status__in=[Status.PENDING, Status.CRAWLING]
         ).exists()
-        kind = Source.objects.filter(id=source_id).values_list("kind", flat=True).first()
-        fetching = kind is not None and get_kind(kind).fetches_pages
+        fetching = kind is not None and kind.fetches_pages
         update["status"] = Status.CRAWLING if crawling and fetching else Status.INDEXING
     Source.objects.filter(id=source_id).update(**update)
     source = Source.objects.filter(id=source_id).values("workspace_id", "agent_id").first()

@@ -7,18 +7,21 @@ What differs by kind is asked of the kind (ingestion/kinds/); nothing here names
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from ingestion import files as storage
+from ingestion import sync
 from ingestion.indexing import delete_source_chunks, source_refresh_status
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
 from retrieval import cache as semantic_cache
-from sources.models import ACTIVE_STATUSES, Document, Source, Status, Workspace
+from sources.models import ACTIVE_STATUSES, Document, Schedule, Source, Status, Workspace
 from sources.tenancy import workspace_scope
 
 __all__ = [
@@ -33,6 +36,8 @@ __all__ = [
     "source_index_now",
     "source_recrawl",
     "source_reindex",
+    "source_update",
+    "sync_due_sources",
     "upload_create",
     "upload_replace",
 ]
@@ -45,19 +50,22 @@ def _agent(agent_id: Any) -> Any:
     return agent_model.objects.filter(id=agent_id).first() if str(agent_id).isdigit() else None
 
 
-def _queue(task_name: str, source: Source) -> None:
+def _queue(task_name: str, source: Source, countdown: float | None = None) -> None:
     from ingestion import tasks
 
     task = getattr(tasks, task_name)
-    workspace_id, source_id = source.workspace_id, source.id
-    transaction.on_commit(lambda: task.delay(workspace_id=workspace_id, source_id=source_id))
+    kwargs = {"workspace_id": source.workspace_id, "source_id": source.id}
+    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown))
 
 
 # --- creating ------------------------------------------------------------------------------------------
 
 
-def source_create(*, workspace: Workspace, agent_id: Any, kind: str, title: str, payload: dict) -> Source:
-    """Validate and store a new source, then queue its ingestion once the transaction commits.
+def source_create(
+    *, workspace: Workspace, agent_id: Any, kind: str, title: str, payload: dict, schedule: str | None = None
+) -> Source:
+    """Validate and store a new source, then queue its ingestion once the transaction commits. `schedule`
+    (off/hourly/daily/weekly) applies to kinds with something to sync again; None: the workspace's default.
 
     Raises KindError (field -> messages) for anything a person should correct; nothing is written then.
     """
@@ -77,11 +85,19 @@ def source_create(*, workspace: Workspace, agent_id: Any, kind: str, title: str,
             errors["title"] = ["A title is required."]
         elif len(title) > 300:
             errors["title"] = ["A title is at most 300 characters."]
+        chosen = Schedule.OFF
+        if "kind" not in errors:
+            try:
+                chosen = sync.schedule_for_new(
+                    resyncable=source_kind.resyncable, workspace=workspace, requested=schedule
+                )
+            except ValueError as exc:
+                errors["schedule"] = [str(exc)]
         if errors:
             raise KindError(errors)
         with transaction.atomic():
             source = Source.objects.create(
-                agent=agent, kind=kind, title=title, config=source_kind.settings_of(config)
+                agent=agent, kind=kind, title=title, config=source_kind.settings_of(config), schedule=chosen
             )
             source_kind.create(source=source, config=config)
             _queue(source_kind.ingest_task, source)
@@ -204,7 +220,7 @@ def source_recrawl(*, source: Source) -> bool:
         updated = (
             Source.objects.filter(id=source.id)
             .exclude(status__in=[Status.PENDING, Status.CRAWLING])
-            .update(status=Status.PENDING)
+            .update(status=Status.PENDING, updated_at=timezone.now())
         )
         if updated:
             _queue(kind.ingest_task, source)
@@ -225,7 +241,9 @@ def retry_failed(*, source: Source) -> int:
             return 0
         if not kind.fetches_pages:
             return len(failed) if source_reindex(source=source) else 0
-        Document.objects.filter(id__in=failed).update(status=Status.PENDING, error="", error_detail="")
+        Document.objects.filter(id__in=failed).update(
+            status=Status.PENDING, error="", error_detail="", due_by=None, updated_at=timezone.now()
+        )
         source_refresh_status(source_id=source.id)
         queue_page_jobs(workspace_id=source.workspace_id, document_ids=failed)
     return len(failed)
@@ -277,3 +295,73 @@ def source_cancel(*, source: Source, by: str) -> bool:
             status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}"
         )
     return True
+
+
+# --- freshness ---------------------------------------------------------------------------------------
+
+
+def source_update(
+    *,
+    source: Source,
+    title: str | None = None,
+    schedule: str | None = None,
+    paused: bool | None = None,
+    hidden_while_paused: bool | None = None,
+) -> Source:
+    """Change a source's title, sync schedule, pause, and whether a paused source's passages are left out
+    of search (they are kept, never deleted). Raises KindError for anything a person should correct."""
+    kind = get_kind(source.kind)
+    errors: dict[str, list[str]] = {}
+    if title is not None:
+        title = title.strip()
+        if not title:
+            errors["title"] = ["A title is required."]
+        elif len(title) > 300:
+            errors["title"] = ["A title is at most 300 characters."]
+    if schedule is not None:
+        if schedule not in Schedule.values:
+            errors["schedule"] = [f"Choose one of: {', '.join(Schedule.values)}."]
+        elif not kind.resyncable and schedule != Schedule.OFF:
+            errors["schedule"] = ["This kind of source has nothing to sync again; its schedule is off."]
+    if errors:
+        raise KindError(errors)
+    changes: dict[str, Any] = {}
+    if title is not None:
+        changes["title"] = title
+    if schedule is not None:
+        changes["schedule"] = schedule
+    if paused is not None:
+        changes["paused"] = paused
+    if hidden_while_paused is not None:
+        changes["hidden_while_paused"] = hidden_while_paused
+    with workspace_scope(source.workspace_id), transaction.atomic():
+        for name, value in changes.items():
+            setattr(source, name, value)
+        if schedule is not None or paused is not None:
+            changes["next_sync_at"] = source.next_sync_at = _next_sync(source)
+        if changes:
+            Source.objects.filter(id=source.id).update(**changes)
+    if {"paused", "hidden_while_paused"} & set(changes):
+        semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
+    return source
+
+
+def _next_sync(source: Source) -> Any:
+    """A paused or unscheduled source has no next sync; otherwise one interval after the last (now, if
+    that is past), so resuming a long-paused source syncs it at the next beat."""
+    if source.paused:
+        return None
+    now = timezone.now()
+    following = sync.next_sync_after(source.schedule, source.last_synced_at or now)
+    return max(following, now) if following else None
+
+
+def sync_due_sources() -> list[Source]:
+    """The beat task: claim the sources whose sync is due and queue each, spread over SYNC_JITTER_SECONDS
+    so a thousand daily sources don't all start in the same second."""
+    claimed = sync.claim_due()
+    for source in claimed:
+        jitter = random.uniform(0, settings.SYNC_JITTER_SECONDS) if settings.SYNC_JITTER_SECONDS else None
+        with workspace_scope(source.workspace_id), transaction.atomic():
+            _queue(get_kind(source.kind).ingest_task, source, countdown=jitter)
+    return claimed

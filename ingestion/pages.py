@@ -4,10 +4,15 @@ The tasks in ingestion/tasks.py are thin; the decisions live here (what a source
 Each page's fate is one of:
   done (indexed, or unchanged since the last crawl), retried (transient failure, with backoff),
   requeued (rate-limited: waits without spending an attempt), failed (permanent, with the reason).
+
+Every expansion opens a sync (ingestion/sync.py). A re-sync is cheap: a page whose sitemap <lastmod> is
+what it was is not fetched; the rest are fetched conditionally (ETag / Last-Modified); a body whose text
+hash is unchanged is not embedded again. Pages are only marked for removal on evidence (see sync.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import traceback
@@ -16,13 +21,17 @@ from dataclasses import dataclass
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from ingestion import sync
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
-from ingestion.crawl.fetch import fetch_policy
+from ingestion.crawl.fetch import FetchPolicy, fetch_policy
 from ingestion.crawl.strategies import fetch_and_extract
+from ingestion.failures import failure_class_of
 from ingestion.files import parse_fetched_file
+from ingestion.kinds.base import Expansion
 from ingestion.kinds.registry import get_kind
 from ingestion.parsers.base import ParseError
 from sources.models import Document, Source, Status
@@ -31,52 +40,126 @@ from sources.tenancy import workspace_scope
 log = logging.getLogger(__name__)
 
 FRIENDLY_RATE_LIMIT = "The site is rate-limiting us; we'll retry automatically."
+GONE_STATUSES = (404, 410)
 
 
 # --- expanding a source into pages ----------------------------------------------------------------
 
 
 def source_expand(*, source: Source) -> list[int]:
-    """Claim a pending source, list its pages as documents, and return the ids of those to crawl."""
+    """Claim a pending source, open a sync, list its pages as documents, and return the ids of those to
+    crawl."""
     with workspace_scope(source.workspace_id):
+        started = timezone.now()
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.CRAWLING, error="", error_detail="", notice=""
+            status=Status.CRAWLING,
+            error="",
+            error_detail="",
+            notice="",
+            sync_started_at=started,
+            updated_at=started,  # queryset updates leave auto_now alone; the sweeper reads this
         )
         if claimed != 1:
             return []
+        source.sync_started_at = started
         try:
             expansion = get_kind(source.kind).expand(source=source)
-            return _documents_for(source, expansion.urls, expansion.notice)
+            return _documents_for(source, expansion)
         except FetchError as exc:
-            Source.objects.filter(id=source.id).update(
-                status=Status.FAILED, error=exc.message[:500], error_detail=exc.detail
-            )
+            _listing_failed(source, exc.message, exc.detail)
         except SoftTimeLimitExceeded:
             raise  # the task's time limit: the task decides what a timeout means
         except Exception:
             # Unexpected: fail the source with the trace for operators instead of leaving it crawling.
             log.exception("expanding source %s failed", source.id)
-            Source.objects.filter(id=source.id).update(
-                status=Status.FAILED,
-                error="Something went wrong while reading this source.",
-                error_detail=traceback.format_exc(),
-            )
+            _listing_failed(source, "Something went wrong while reading this source.", traceback.format_exc())
         return []
 
 
-def _documents_for(source: Source, urls: list[str], notice: str) -> list[int]:
+def _listing_failed(source: Source, message: str, detail: str) -> None:
+    """The listing could not be read. A source never indexed fails; one with pages keeps them (a listing
+    that failed is no evidence against them) and says so, until the next sync."""
+    indexed = Document.objects.filter(source_id=source.id, status=Status.DONE).exists()
+    if indexed:
+        Source.objects.filter(id=source.id).update(
+            status=Status.DONE, notice=f"The last sync couldn't read the listing: {message}"[:500]
+        )
+    else:
+        Source.objects.filter(id=source.id).update(
+            status=Status.FAILED, error=message[:500], error_detail=detail
+        )
+    sync.finish(source_id=source.id, listing_error=message)
+
+
+def _documents_for(source: Source, expansion: Expansion) -> list[int]:
+    urls, lastmod = expansion.urls, expansion.lastmod
     with transaction.atomic():
         existing = {d.url: d for d in source.documents.all()}
-        new = [
-            Document(workspace_id=source.workspace_id, source=source, url=u, title=u)
-            for u in urls
-            if u not in existing
-        ]
-        Document.objects.bulk_create(new, batch_size=500)
-        # A recrawl keeps known pages (their ETag and content hash make it incremental).
-        source.documents.filter(url__in=urls).update(status=Status.PENDING, error="", error_detail="")
-        Source.objects.filter(id=source.id).update(pages_total=len(urls), notice=notice[:500])
-        return list(source.documents.filter(url__in=urls).order_by("id").values_list("id", flat=True))
+        source.documents.update(sync_outcome="")
+        Document.objects.bulk_create(
+            [
+                Document(
+                    workspace_id=source.workspace_id,
+                    source=source,
+                    url=u,
+                    title=u,
+                    lastmod=lastmod.get(u, ""),
+                )
+                for u in urls
+                if u not in existing
+            ],
+            batch_size=500,
+        )
+        listed = set(urls)
+        unchanged, refetch = [], []
+        for url in urls:
+            document = existing.get(url)
+            if document is None:
+                continue
+            modified = lastmod.get(url, "")
+            if modified and modified == document.lastmod and document.status == Status.DONE:
+                unchanged.append(document.id)  # the sitemap says so; no request needed
+            else:
+                refetch.append(document)
+        source.documents.filter(id__in=unchanged).update(sync_outcome="unchanged", unlisted_strikes=0)
+        for document in refetch:
+            document.lastmod = lastmod.get(document.url, document.lastmod)
+        Document.objects.bulk_update(refetch, ["lastmod"], batch_size=500)
+        unlisted = [d for url, d in existing.items() if url not in listed]
+        condemned = _strike_unlisted(source, unlisted) if expansion.complete else set()
+        rechecked = [d.id for d in unlisted if d.id not in condemned] if expansion.recheck_unlisted else []
+        queued = source.documents.filter(url__in=listed).exclude(id__in=unchanged)
+        queued.update(unlisted_strikes=0)
+        to_crawl = source.documents.filter(id__in=[*queued.values_list("id", flat=True), *rechecked])
+        # Known pages keep their ETag and content hash, so fetching them again is incremental.
+        # updated_at too: the sweeper judges pending pages by it, and a page indexed days ago is not stalled.
+        to_crawl.update(
+            status=Status.PENDING,
+            error="",
+            error_detail="",
+            failure_class="",
+            attempts=0,
+            due_by=None,
+            updated_at=timezone.now(),
+        )
+        Source.objects.filter(id=source.id).update(pages_total=len(urls), notice=expansion.notice[:500])
+        return list(to_crawl.order_by("id").values_list("id", flat=True))
+
+
+def _strike_unlisted(source: Source, unlisted: list[Document]) -> set[int]:
+    """A complete listing left these pages out: one more strike each; those at the limit are condemned
+    (removed when the sync ends)."""
+    if not unlisted:
+        return set()
+    ids = [d.id for d in unlisted]
+    Document.objects.filter(id__in=ids).update(unlisted_strikes=F("unlisted_strikes") + 1)
+    condemned = set(
+        Document.objects.filter(id__in=ids, unlisted_strikes__gte=settings.SYNC_PRUNE_AFTER).values_list(
+            "id", flat=True
+        )
+    )
+    Document.objects.filter(id__in=condemned).update(sync_outcome="removed_unlisted")
+    return condemned
 
 
 # --- one page ---------------------------------------------------------------------------------------
@@ -91,13 +174,27 @@ class PageOutcome:
     requeue_in: float | None = None
 
 
+def page_policy(source: Source) -> FetchPolicy:
+    """Page fetches stay on the page's site (or its www. twin) unless the source allows otherwise."""
+    offsite = bool(source.config.get("offsite_redirects"))
+    return dataclasses.replace(fetch_policy(), same_host_redirects_only=not offsite)
+
+
+def max_countdown() -> float:
+    """The longest a message may wait in the broker: an ETA past the visibility timeout is redelivered to
+    another worker while the first still holds it, so every wait stays well inside it."""
+    visibility = float(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600))
+    return max(1.0, min(settings.CRAWL_MAX_RETRY_AFTER, visibility * 0.9))
+
+
 def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOutcome:
     with workspace_scope(document.workspace_id):
         claimed = Document.objects.filter(
             id=document.id, status__in=[Status.PENDING, Status.CRAWLING]
-        ).update(status=Status.CRAWLING)
+        ).update(status=Status.CRAWLING, attempts=F("attempts") + 1, due_by=None, updated_at=timezone.now())
         if claimed != 1:
             return PageOutcome()
+        source = document.source
         headers = {}
         if document.etag:
             headers["If-None-Match"] = document.etag
@@ -107,49 +204,63 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             _check_robots(document.url)
             crawled = fetch_and_extract(
                 document.url,
-                fetch_policy(),
-                order=document.source.config.get("strategies") or settings.CRAWL_STRATEGIES,
+                page_policy(source),
+                order=source.config.get("strategies") or settings.CRAWL_STRATEGIES,
                 headers=headers or None,
             )
         except RateLimitedError as exc:
             if requeues >= settings.CRAWL_MAX_RATE_LIMIT_REQUEUES:
                 return _fail(
-                    document, "The site kept rate-limiting us; we stopped trying for now.", exc.detail
+                    document,
+                    "The site kept rate-limiting us; we stopped trying for now.",
+                    exc.detail,
+                    failure="rate_limited",
                 )
-            _note(document, FRIENDLY_RATE_LIMIT, exc.detail, status=Status.PENDING)
             wait = exc.retry_after_s if exc.retry_after_s is not None else settings.CRAWL_RATE_LIMIT_WAIT
-            return PageOutcome(requeue_in=min(max(wait, 0.0), settings.CRAWL_MAX_RETRY_AFTER))
+            wait = min(max(wait, 0.0), max_countdown())
+            _note(document, FRIENDLY_RATE_LIMIT, exc.detail, status=Status.PENDING, waits_for=wait)
+            return PageOutcome(requeue_in=wait)
         except TransientFetchError as exc:
             backoff = settings.CRAWL_RETRY_BACKOFF
             if attempt >= len(backoff):
-                return _fail(document, exc.message, exc.detail)
-            _note(document, f"{exc.message} We'll retry automatically.", exc.detail, status=Status.PENDING)
-            return PageOutcome(retry_in=backoff[attempt])
+                return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
+            wait = backoff[attempt]
+            message = f"{exc.message} We'll retry automatically."
+            _note(document, message, exc.detail, status=Status.PENDING, waits_for=wait)
+            return PageOutcome(retry_in=wait)
         except (PermanentFetchError, FetchError) as exc:
-            return _fail(document, exc.message, exc.detail)
+            if exc.status in GONE_STATUSES:
+                return _gone(document, source, exc)
+            return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
         except DroppedPage as exc:
-            return _fail(document, exc.message, f"dropped: {exc.reason}")
+            return _fail(document, exc.message, f"dropped: {exc.reason}", failure="dropped")
         page, extracted = crawled.page, crawled.extracted
         fetched = {
             "etag": page.headers.get("etag", "")[:300],
             "last_modified": page.headers.get("last-modified", "")[:100],
             "fetched_at": timezone.now(),
+            "error": "",
+            "error_detail": "",
+            "failure_class": "",
+            "gone_strikes": 0,
+            "gone_seen_at": None,
         }
         if page.not_modified:
             Document.objects.filter(id=document.id).update(
-                status=Status.DONE, error="", error_detail="", **fetched
+                status=Status.DONE, sync_outcome="unchanged", **fetched
             )
             return PageOutcome()
         if extracted is None:
             try:
                 extracted = parse_fetched_file(page)
             except ParseError as exc:
-                return _fail(document, exc.message, f"{exc.reason}: {exc.detail} ({page.content_type})")
+                detail = f"{exc.reason}: {exc.detail} ({page.content_type})"
+                return _fail(document, exc.message, detail, failure="unreadable")
         content_hash = hashlib.sha256(extracted.text.encode()).hexdigest()
         if content_hash == document.content_hash and document.chunks.exists():
             # Unchanged since the last crawl: nothing to re-embed.
             Document.objects.filter(id=document.id).update(
-                status=Status.DONE, error="", error_detail="", **fetched
+                status=Status.DONE, sync_outcome="unchanged", **fetched
             )
             return PageOutcome()
         Document.objects.filter(id=document.id).update(
@@ -158,11 +269,27 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             text=extracted.text,
             language=(extracted.language or "")[:16],
             content_hash=content_hash,
-            error="",
-            error_detail="",
+            sync_outcome="changed" if document.content_hash else "added",
             **fetched,
         )
         return PageOutcome(index=True)
+
+
+def _gone(document: Document, source: Source, exc: FetchError) -> PageOutcome:
+    """A 404 or 410: one strike per sync (a retry within the same sync doesn't count twice); at the
+    limit, the page is condemned and removed when the sync ends."""
+    this_sync = source.sync_started_at or timezone.now()
+    current = Document.objects.filter(id=document.id).values("gone_strikes", "gone_seen_at").first() or {}
+    strikes = current.get("gone_strikes", 0)
+    if current.get("gone_seen_at") != this_sync:
+        strikes += 1
+    condemned = strikes >= settings.SYNC_PRUNE_AFTER
+    Document.objects.filter(id=document.id).update(
+        gone_strikes=strikes,
+        gone_seen_at=this_sync,
+        sync_outcome="removed_gone" if condemned else "",
+    )
+    return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
 
 
 def _check_robots(url: str) -> None:
@@ -170,21 +297,36 @@ def _check_robots(url: str) -> None:
 
     if not robots_allows(url, fetch_policy()):
         raise PermanentFetchError(
-            "The site's robots.txt asks crawlers not to fetch this page.", f"disallowed: {url}"
+            "The site's robots.txt asks crawlers not to fetch this page.", f"disallowed by robots.txt: {url}"
         )
 
 
-def _note(document: Document, message: str, detail: str, *, status: str) -> None:
-    Document.objects.filter(id=document.id).update(status=status, error=message[:500], error_detail=detail)
+def _note(document: Document, message: str, detail: str, *, status: str, waits_for: float = 0.0) -> None:
+    # A page that waits on purpose carries its own deadline: the sweeper leaves it alone until then.
+    due_by = timezone.now() + timezone.timedelta(seconds=waits_for + settings.CRAWL_STALLED_AFTER)
+    Document.objects.filter(id=document.id).update(
+        status=status, error=message[:500], error_detail=detail, due_by=due_by if waits_for else None
+    )
 
 
-def _fail(document: Document, message: str, detail: str) -> PageOutcome:
-    _note(document, message, detail, status=Status.FAILED)
+def _fail(document: Document, message: str, detail: str, *, failure: str) -> PageOutcome:
+    Document.objects.filter(id=document.id).update(
+        status=Status.FAILED, error=message[:500], error_detail=detail, failure_class=failure, due_by=None
+    )
     return PageOutcome()
 
 
 def page_timed_out(*, document: Document) -> None:
     with workspace_scope(document.workspace_id):
         _fail(
-            document, "This page took too long to crawl.", f"time limit of {settings.CRAWL_PAGE_TIME_LIMIT}s"
+            document,
+            "This page took too long to crawl.",
+            f"time limit of {settings.CRAWL_PAGE_TIME_LIMIT}s",
+            failure="timeout",
         )
+
+
+def page_waits(*, document: Document, seconds: float) -> None:
+    """The page's host is busy (or asks us to space requests): the page waits without being stalled."""
+    due_by = timezone.now() + timezone.timedelta(seconds=seconds + settings.CRAWL_STALLED_AFTER)
+    Document.objects.filter(id=document.id, status=Status.PENDING).update(due_by=due_by)

@@ -4,6 +4,7 @@ with a reason, and its source's status derived again."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from ingestion.indexing import source_refresh_status
@@ -15,12 +16,18 @@ def sweep_stalled() -> dict[str, int]:
     """Fail what has been in flight for too long, so nothing stays pending or running forever.
 
     A page whose worker was killed (time limit, crash, deploy) never reports back; its row keeps an old
-    `updated_at`. Operators see the reason; the source's status is then derived again.
+    `updated_at`. A page that waits on purpose (a site's Retry-After, a busy host) carries its own deadline,
+    `due_by`, and is judged by that instead. Operators see the reason; the source's status is then derived
+    again.
     """
-    cutoff = timezone.now() - timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
-    stalled = Document.unscoped.filter(
-        status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING], updated_at__lt=cutoff
-    ).values_list("id", "workspace_id", "source_id", "status")
+    now = timezone.now()
+    cutoff = now - timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
+    overdue = Q(due_by__isnull=True, updated_at__lt=cutoff) | Q(due_by__lt=now)
+    stalled = (
+        Document.unscoped.filter(status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING])
+        .filter(overdue)
+        .values_list("id", "workspace_id", "source_id", "status")
+    )
     failed = 0
     touched: dict[int, int] = {}
     for document_id, workspace_id, source_id, status in stalled[:5000]:
@@ -29,10 +36,16 @@ def sweep_stalled() -> dict[str, int]:
             Status.CRAWLING: "The crawl of this page was interrupted.",
             Status.INDEXING: "Indexing this page was interrupted.",
         }[status]
-        failed += Document.unscoped.filter(id=document_id, status=status, updated_at__lt=cutoff).update(
-            status=Status.FAILED,
-            error=message,
-            error_detail=f"stalled in {status} since before {cutoff.isoformat()}",
+        failed += (
+            Document.unscoped.filter(id=document_id, status=status)
+            .filter(overdue)
+            .update(
+                status=Status.FAILED,
+                error=message,
+                error_detail=f"stalled in {status} since before {cutoff.isoformat()} (or its deadline)",
+                failure_class="interrupted",
+                due_by=None,
+            )
         )
         touched[source_id] = workspace_id
     # Sources stuck in an active state with nothing in flight (e.g. a killed expansion) also end.

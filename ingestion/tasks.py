@@ -13,7 +13,8 @@ from django.conf import settings
 from django.db import transaction
 
 from ingestion import indexing, lifecycle, pages, sweeper
-from ingestion.crawl import hosts
+from ingestion.crawl import hosts, robots
+from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.registry import get_kind
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
@@ -64,15 +65,27 @@ def crawl_source(*, workspace_id: int, source_id: int) -> None:
     time_limit=settings.CRAWL_PAGE_TIME_LIMIT + 30,
 )
 def crawl_page(
-    *, workspace_id: int, document_id: int, attempt: int = 0, requeues: int = 0, waits: int = 0
+    *,
+    workspace_id: int,
+    document_id: int,
+    attempt: int = 0,
+    requeues: int = 0,
+    waits: int = 0,
+    reserved_at: float = 0.0,
 ) -> None:
     with workspace_scope(workspace_id):
         document = Document.objects.filter(id=document_id).first()
         if document is None:
             return
-        slot = hosts.acquire(document.url)
-        if not slot and waits < settings.CRAWL_MAX_HOST_WAITS:
-            # The host is busy with other pages of ours: wait a moment; this spends no attempt.
+        slot = hosts.acquire(
+            document.url,
+            crawl_delay=robots.crawl_delay(document.url, fetch_policy(), cap=settings.CRAWL_MAX_CRAWL_DELAY),
+            reserved_at=reserved_at,
+            max_wait=min(settings.CRAWL_HOST_MAX_WAIT, pages.max_countdown()),
+        )
+        if not slot.granted and waits < settings.CRAWL_MAX_HOST_WAITS:
+            # The host is busy or asks for spacing: come back when our turn should come (spends no attempt).
+            pages.page_waits(document=document, seconds=slot.wait)
             crawl_page.apply_async(
                 kwargs={
                     "workspace_id": workspace_id,
@@ -80,8 +93,9 @@ def crawl_page(
                     "attempt": attempt,
                     "requeues": requeues,
                     "waits": waits + 1,
+                    "reserved_at": slot.reserved_at,
                 },
-                countdown=settings.CRAWL_HOST_WAIT_SECONDS,
+                countdown=slot.wait,
             )
             return
         try:
@@ -90,8 +104,8 @@ def crawl_page(
             pages.page_timed_out(document=document)
             outcome = pages.PageOutcome()
         finally:
-            if slot:
-                hosts.release(document.url)
+            if slot.lease:
+                hosts.release(document.url, slot.lease)
         following = {"workspace_id": workspace_id, "document_id": document_id}
         if outcome.retry_in is not None:
             crawl_page.apply_async(
@@ -123,3 +137,9 @@ def index_document(*, workspace_id: int, document_id: int) -> None:
 @shared_task(acks_late=True)
 def crawl_sweep_stalled() -> dict[str, int]:
     return sweeper.sweep_stalled()
+
+
+@shared_task(acks_late=True)
+def crawl_sync_due() -> int:
+    """The beat's freshness tick: start the sources whose next sync is due."""
+    return len(lifecycle.sync_due_sources())

@@ -21,7 +21,7 @@ from retrieval import cache as semantic_cache
 from retrieval import keyword
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, VectorRecord, validate_filters
-from sources.models import Chunk
+from sources.models import Chunk, Source
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,7 @@ def search_hits(
     else:
         order = [h.chunk_id for h in (by_vector or by_keyword)]
 
+    order = _without_hidden_sources(workspace_id, order)
     ranked = []
     for cid in order:
         v, k = vector_scores.get(cid, 0.0), keyword_scores.get(cid, 0.0)
@@ -213,6 +214,26 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
             workspace_id=workspace_id, key=key, generation=generation, hits=hits, stale_chunks=stale
         )
     return SearchResult(passages=passages, stale_chunks=stale, cached=False)
+
+
+def _without_hidden_sources(workspace_id: int, chunk_ids: list[str]) -> list[str]:
+    """Drop chunks of sources paused with "leave out of search": kept in the store, never found. Applied on
+    top of the stores' own workspace and metadata filters (which stay as they are), so both stores and the
+    semantic cache (invalidated when a source is paused) agree. Costs one indexed query when no source of
+    the workspace is hidden."""
+    if not chunk_ids:
+        return chunk_ids
+    with workspace_scope(workspace_id):
+        hidden = list(
+            Source.objects.filter(paused=True, hidden_while_paused=True).values_list("id", flat=True)
+        )
+        if not hidden:
+            return chunk_ids
+        dropped = {
+            str(i)
+            for i in Chunk.objects.filter(id__in=chunk_ids, source_id__in=hidden).values_list("id", flat=True)
+        }
+    return [cid for cid in chunk_ids if cid not in dropped]
 
 
 def search_passages(

@@ -20,11 +20,22 @@ def new_visitor_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
+class Schedule(models.TextChoices):
+    """How often a source is synced again with what it was made from (ingestion/sync.py)."""
+
+    OFF = "off", "Off"
+    HOURLY = "hourly", "Every hour"
+    DAILY = "daily", "Every day"
+    WEEKLY = "weekly", "Every week"
+
+
 class Workspace(models.Model):
     """The tenant. Everything below belongs to exactly one workspace."""
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
+    # What a new source that can be synced again gets unless its creator chooses.
+    default_schedule = models.CharField(max_length=10, choices=Schedule.choices, default=Schedule.DAILY)
     # Signs visitor tokens (agents.visitor): the host site proves who its visitor is and what they may see.
     visitor_secret = models.CharField(max_length=64, default=new_visitor_secret)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -119,9 +130,29 @@ class Source(TenantModel):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     indexed_at = models.DateTimeField(null=True, blank=True)
+    # Freshness (ingestion/sync.py): a sync fetches the source again; the beat task starts due ones.
+    schedule = models.CharField(max_length=10, choices=Schedule.choices, default=Schedule.OFF)
+    paused = models.BooleanField(default=False, help_text="Not synced on schedule while paused.")
+    hidden_while_paused = models.BooleanField(
+        default=False, help_text="While paused, its passages are left out of search (not deleted)."
+    )
+    sync_started_at = models.DateTimeField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    next_sync_at = models.DateTimeField(null=True, blank=True)
+    # The last finished sync: added / changed / unchanged / removed / failed counts, and why pages went.
+    last_sync = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["workspace", "status"]), models.Index(fields=["agent", "created_at"])]
+        indexes = [
+            models.Index(fields=["workspace", "status"]),
+            models.Index(fields=["agent", "created_at"]),
+            # The beat task's question: which sources are due (sources without a schedule have no date).
+            models.Index(
+                fields=["next_sync_at"],
+                name="source_next_sync",
+                condition=models.Q(next_sync_at__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.title}"
@@ -152,6 +183,21 @@ class Document(TenantModel):
     etag = models.CharField(max_length=300, blank=True)
     last_modified = models.CharField(max_length=100, blank=True)
     fetched_at = models.DateTimeField(null=True, blank=True)
+    # Why it failed, as a stable code (ingestion.pages.FAILURE_LABELS), and how many fetches were tried.
+    failure_class = models.CharField(max_length=20, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # The sitemap's <lastmod> when it was last listed: the same value next time means "unchanged".
+    lastmod = models.CharField(max_length=40, blank=True)
+    # Evidence for pruning (ingestion/sync.py): syncs in a row that answered 404/410 (the last one counted
+    # is the sync that started at gone_seen_at), and complete listings in a row that left the page out.
+    gone_strikes = models.PositiveSmallIntegerField(default=0)
+    gone_seen_at = models.DateTimeField(null=True, blank=True)
+    unlisted_strikes = models.PositiveSmallIntegerField(default=0)
+    # What the current (or last) sync did with it: added, changed, unchanged, removed_gone, removed_unlisted.
+    sync_outcome = models.CharField(max_length=20, blank=True)
+    # While a page waits on purpose (a site's Retry-After, a busy host), the sweeper leaves it alone until
+    # then.
+    due_by = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -51,4 +51,9 @@ urlpatterns = [
     path("app/sources/<int:source_id>/delete", views.source_delete, name="app-source-delete"),
     path("app/sources/<int:source_id>/reupload", views.source_reupload, name="app-source-reupload"),
     path("app/sources/<int:source_id>/preview", views.source_preview_page, name="app-source-preview"),
+    path("app/sources/<int:source_id>/settings", views.source_settings, name="app-source-settings"),
+    path("app/sources/<int:source_id>/failed", views.source_failed_pages, name="app-source-failed"),
+    path(
+        "app/sources/<int:source_id>/retry-failed", views.source_retry_failed, name="app-source-retry-failed"
+    ),
 ]

@@ -118,6 +118,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-crawls": {"task": "ingestion.tasks.crawl_sweep_stalled", "schedule": 60.0},
+    # Freshness: start the sources whose scheduled sync is due (ingestion/sync.py).
+    "sync-due-sources": {"task": "ingestion.tasks.crawl_sync_due", "schedule": 60.0},
 }
 
 # --- Backends chosen by the deployment (see config/backends.py) ---
@@ -208,6 +210,15 @@ CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
 # A source with more pending documents than this is indexed one job per document (reindexing a big site
 # in one task would outlive the task's time limit).
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
+# robots.txt Crawl-delay is honoured up to this many seconds between requests to one host.
+CRAWL_MAX_CRAWL_DELAY = env.float("CRAWL_MAX_CRAWL_DELAY", default=30.0)
+# The longest a page waits on a busy host before asking again (also bounded by the visibility timeout).
+CRAWL_HOST_MAX_WAIT = env.float("CRAWL_HOST_MAX_WAIT", default=300.0)
+# Freshness: scheduled syncs running at once per workspace, their spread (s), and the syncs in a row of
+# evidence (404/410, or absence from a complete listing) before a page is removed.
+SYNC_MAX_PER_WORKSPACE = env.int("SYNC_MAX_PER_WORKSPACE", default=3)
+SYNC_JITTER_SECONDS = env.float("SYNC_JITTER_SECONDS", default=300.0)
+SYNC_PRUNE_AFTER = env.int("SYNC_PRUNE_AFTER", default=2)
 # The operators' stuck-work view lists what has been in flight longer than this (before the sweeper acts).
 STUCK_AFTER = env.int("STUCK_AFTER", default=600)
 

@@ -38,6 +38,7 @@ CRAWL_RATE_LIMIT_WAIT = 0.2
 CRAWL_STAGGER_SECONDS = 0.0
 INDEX_FAN_OUT_AT = 3  # so worker tests of small sites exercise the one-job-per-document path
 CRAWL_HOST_WAIT_SECONDS = 0.2
+SYNC_JITTER_SECONDS = 0.0
 CRAWL_FETCH_TIMEOUT = 3.0
 CRAWL_MAX_SOURCE_BYTES = 2 * 1024 * 1024  # so the oversized-page test needs only a 3 MB body
 # Shared by the test process and its worker processes (same run id), apart from a developer's media.

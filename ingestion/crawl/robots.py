@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from protego import Protego
 
-from ingestion.crawl.fetch import BOT_NAME, FetchPolicy, PermanentFetchError, fetch
+from ingestion.crawl.fetch import BOT_NAME, FetchError, FetchPolicy, PermanentFetchError, fetch
 from ingestion.crawl.urls import site_root
 
 ROBOTS_MAX_BYTES = 512 * 1024  # Google reads the first 500 KiB and ignores the rest
@@ -60,6 +60,17 @@ def get_robots(url: str, policy: FetchPolicy) -> RobotsRules:
 
 def robots_allows(url: str, policy: FetchPolicy, *, user_agent: str = BOT_NAME) -> bool:
     return get_robots(url, policy).allows(url, user_agent)
+
+
+def crawl_delay(url: str, policy: FetchPolicy, *, cap: float, user_agent: str = BOT_NAME) -> float:
+    """The Crawl-delay the site asks of us, in seconds, at most `cap` (a site asking for an hour between
+    requests would never be crawled). 0 when it asks none or robots.txt can't be read now (the page's own
+    robots check then decides what happens)."""
+    try:
+        delay = get_robots(url, policy).crawl_delay(user_agent)
+    except FetchError:
+        return 0.0
+    return min(max(delay or 0.0, 0.0), cap)
 
 
 def clear_robots_cache() -> None:

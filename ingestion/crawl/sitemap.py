@@ -44,6 +44,8 @@ class SitemapResult:
     sitemaps: list[str] = field(default_factory=list)  # the sitemap files that were read
     # Pages past the cap in the sitemaps already read; more may sit in sitemaps not fetched.
     left_out: int = 0
+    # Each page's <lastmod>, as written, where the sitemap gives one.
+    lastmod: dict[str, str] = field(default_factory=dict)
 
 
 def _local_name(tag: object) -> str:
@@ -58,10 +60,12 @@ def _unique_urls(locs: list[str], base_url: str) -> list[str]:
 _LOC = re.compile(r"<loc>\s*(?:<!\[CDATA\[)?\s*(.*?)\s*(?:\]\]>)?\s*</loc>", re.IGNORECASE | re.DOTALL)
 
 
-def parse_sitemap(body: bytes, base_url: str) -> tuple[list[str], list[str]]:
+def parse_sitemap(
+    body: bytes, base_url: str, lastmod: dict[str, str] | None = None
+) -> tuple[list[str], list[str]]:
     """(page URLs, child sitemap URLs) of one sitemap body: XML urlset or sitemap index, gzipped or not, a
     plain text list of URLs, or an RSS/Atom feed. Malformed XML is read best-effort; raises SitemapParseError
-    when nothing can be recovered."""
+    when nothing can be recovered. Pages' <lastmod> values go into `lastmod` when given."""
     try:
         body = decompress_sniffed(body, max_decoded=MAX_DECODED_BYTES)
     except PermanentFetchError as exc:
@@ -91,7 +95,14 @@ def parse_sitemap(body: bytes, base_url: str) -> tuple[list[str], list[str]]:
             f"root element <{root_name}> at {base_url} is not urlset/sitemapindex",
         )
     entry_name = "url" if root_name == "urlset" else "sitemap"
-    locs = [_loc_of(entry) for entry in root if _local_name(entry.tag) == entry_name]
+    entries = [entry for entry in root if _local_name(entry.tag) == entry_name]
+    locs = [_loc_of(entry) for entry in entries]
+    if lastmod is not None and root_name == "urlset":
+        for entry, loc in zip(entries, locs, strict=True):
+            modified = _child_text(entry, "lastmod")
+            page_url = normalize_url(loc, base_url) if loc else None
+            if modified and page_url:
+                lastmod[page_url] = modified[:40]
     urls = _unique_urls([loc for loc in locs if loc], base_url)
     return (urls, []) if root_name == "urlset" else ([], urls)
 
@@ -102,6 +113,13 @@ def _loc_of(entry: Element) -> str | None:
         if _local_name(child.tag) == "loc":
             return (child.text or "").strip()
     return None
+
+
+def _child_text(entry: Element, name: str) -> str:
+    for child in entry:
+        if _local_name(child.tag) == name:
+            return (child.text or "").strip()
+    return ""
 
 
 def _recover(body: bytes, base_url: str, error: str) -> tuple[list[str], list[str]]:
@@ -165,13 +183,17 @@ class _SitemapCrawl:
         self.probe_errors: list[str] = []
         self.truncated = False
         self.beyond_cap: set[str] = set()
+        self.lastmod: dict[str, str] = {}
 
     @property
     def read_any(self) -> bool:
         return bool(self.read)
 
     def result(self) -> SitemapResult:
-        return SitemapResult(list(self.pages), self.truncated, self.errors, self.read, len(self.beyond_cap))
+        lastmod = {url: self.lastmod[url] for url in self.pages if url in self.lastmod}
+        return SitemapResult(
+            list(self.pages), self.truncated, self.errors, self.read, len(self.beyond_cap), lastmod
+        )
 
     def run(self, start: list[str], *, top_level: bool, quiet: bool = False) -> None:
         """Breadth-first through indexes. With top_level, a failure of the first sitemap is raised: it is the
@@ -189,7 +211,7 @@ class _SitemapCrawl:
             self.seen_sitemaps.add(key)
             try:
                 fetched = fetch(sitemap_url, self.policy)
-                page_urls, children = parse_sitemap(fetched.body, fetched.final_url)
+                page_urls, children = parse_sitemap(fetched.body, fetched.final_url, self.lastmod)
             except FetchError as exc:
                 if raise_errors:
                     raise

@@ -7,7 +7,8 @@ A kind is one module with one subclass of SourceKind, plus one line in ingestion
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -40,6 +41,14 @@ class Expansion:
 
     urls: list[str]
     notice: str = ""
+    # A sitemap's <lastmod> by URL: the same value as at the last sync means "unchanged, don't fetch".
+    lastmod: Mapping[str, str] = field(default_factory=dict)
+    # The listing is whole (no part failed, nothing cut by a limit): a page left out of it is evidence
+    # that the page is gone. A partial listing is no evidence of anything.
+    complete: bool = False
+    # Pages no longer listed are fetched again (conditionally), so that only a page that is really gone
+    # is removed: a feed's old items leave the feed but stay on the site.
+    recheck_unlisted: bool = False
 
 
 class SourceKind:
@@ -57,6 +66,9 @@ class SourceKind:
     fetches_pages: ClassVar[bool] = False
     # Citations link to the document's address.
     cites_urls: ClassVar[bool] = False
+    # There is something to sync again (a site, a feed, a connector): offered a schedule, daily by default.
+    # Pasted text and uploaded files are what they are; their schedule is off and not offered.
+    resyncable: ClassVar[bool] = False
     # The Celery task (by name, in ingestion/tasks.py) that turns a pending source into documents and
     # chunks, and the one that indexes it again from what is kept.
     ingest_task: ClassVar[str] = "index_source"
@@ -113,6 +125,7 @@ class FetchedKind(SourceKind):
     unit = ("page", "pages")
     fetches_pages = True
     cites_urls = True
+    resyncable = True
     ingest_task = "crawl_source"
     form_fields = ("url",)
 

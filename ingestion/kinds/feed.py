@@ -36,4 +36,6 @@ class FeedKind(FetchedKind):
             urls = urls[:kept]
         if not urls:
             raise PermanentFetchError("The feed has no items with links.", url)
-        return Expansion(urls, notice)
+        # A feed lists its latest items only: one that left it is still on the site, so it is kept and
+        # fetched again, and removed only when its page is gone.
+        return Expansion(urls, notice, recheck_unlisted=True)

@@ -43,4 +43,6 @@ class SitemapKind(FetchedKind):
             )
         if not result.urls:
             raise PermanentFetchError("The sitemap lists no pages.", "; ".join(result.errors))
-        return Expansion(result.urls, notice)
+        # Only a whole listing is evidence that a page left the site: no child sitemap failed, none cut.
+        complete = not result.truncated and not result.errors
+        return Expansion(result.urls, notice, lastmod=result.lastmod, complete=complete)

@@ -23,6 +23,8 @@ class UrlConfig(KindConfig):
     url: str
     # Crawl strategies for this source, in order of preference; settings.CRAWL_STRATEGIES when absent.
     strategies: list[Literal["http", "browser"]] | None = Field(default=None, min_length=1)
+    # Page fetches follow redirects only within the page's site (www. or not) unless this is set.
+    offsite_redirects: bool = False
 
     @field_validator("url")
     @classmethod
@@ -38,4 +40,4 @@ class UrlKind(FetchedKind):
     add_help = "One page. Grounded fetches it, keeps its main text, and fetches it again when you recrawl."
 
     def expand(self, *, source: Source) -> Expansion:
-        return Expansion([source.config["url"]])
+        return Expansion([source.config["url"]], complete=True)

@@ -2,12 +2,18 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from sources.models import Source
+from sources.models import Document, Schedule, Source
 
 
 class SourceSerializer(serializers.ModelSerializer):
     agent = serializers.IntegerField(source="agent_id", read_only=True)
     pages_left = serializers.IntegerField(read_only=True)
+    resyncable = serializers.SerializerMethodField(help_text="Whether a schedule can be set for this source.")
+
+    def get_resyncable(self, source: Source) -> bool:
+        from ingestion.kinds.registry import get_kind
+
+        return get_kind(source.kind).resyncable
 
     class Meta:
         model = Source
@@ -29,8 +35,57 @@ class SourceSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "indexed_at",
+            "schedule",
+            "resyncable",
+            "paused",
+            "hidden_while_paused",
+            "last_synced_at",
+            "next_sync_at",
+            "last_sync",
         ]
         read_only_fields = fields
+
+
+class SourceUpdateSerializer(serializers.Serializer):
+    """What PATCH /sources/{id} may change; every field is optional."""
+
+    title = serializers.CharField(max_length=300, required=False)
+    schedule = serializers.ChoiceField(choices=Schedule.choices, required=False)
+    paused = serializers.BooleanField(required=False)
+    hidden_while_paused = serializers.BooleanField(
+        required=False, help_text="While paused, leave its passages out of search (kept, not deleted)."
+    )
+
+
+class DocumentSerializer(serializers.ModelSerializer):
+    """One page of a source, with why it failed (failure_class is a stable code, error is for people)."""
+
+    failure_label = serializers.SerializerMethodField()
+
+    def get_failure_label(self, document: Document) -> str:
+        from ingestion.failures import FAILURE_LABELS
+
+        return FAILURE_LABELS[document.failure_class][0] if document.failure_class in FAILURE_LABELS else ""
+
+    class Meta:
+        model = Document
+        fields = [
+            "id",
+            "url",
+            "title",
+            "status",
+            "failure_class",
+            "failure_label",
+            "error",
+            "attempts",
+            "fetched_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class WorkspaceSettingsSerializer(serializers.Serializer):
+    default_schedule = serializers.ChoiceField(choices=Schedule.choices)
 
 
 class SourceCreateSerializer(serializers.Serializer):
@@ -39,6 +94,9 @@ class SourceCreateSerializer(serializers.Serializer):
     kind = serializers.CharField(max_length=20)
     title = serializers.CharField(max_length=300, required=False, allow_blank=True)
     agent = serializers.IntegerField()
+    schedule = serializers.ChoiceField(
+        choices=Schedule.choices, required=False, help_text="Re-sync schedule (default: the workspace's)."
+    )
 
 
 class SearchQuerySerializer(serializers.Serializer):

@@ -12,6 +12,8 @@ urlpatterns = [
         views.SourceRetryFailedView.as_view(),
         name="source-retry-failed",
     ),
+    path("sources/<int:source_id>/documents", views.SourceDocumentsView.as_view(), name="source-documents"),
+    path("workspace", views.WorkspaceSettingsView.as_view(), name="workspace-settings"),
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
     path("search", views.SearchView.as_view(), name="search"),
     path("discover", views.DiscoverView.as_view(), name="discover"),

@@ -6,6 +6,7 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,14 +16,25 @@ from ingestion.kinds.upload import UploadTooLarge
 from retrieval.services import SearchParams, search_workspace
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
+    DocumentSerializer,
     PassageSerializer,
     SearchQuerySerializer,
     SourceCreateSerializer,
     SourceSerializer,
+    SourceUpdateSerializer,
+    WorkspaceSettingsSerializer,
 )
-from sources.models import Source
+from sources.models import Source, Workspace
 
-ENVELOPE_FIELDS = {"kind", "title", "agent"}
+
+class DocumentPages(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+ENVELOPE_FIELDS = {"kind", "title", "agent", "schedule"}
+DOCUMENT_STATUSES = {"pending", "crawling", "indexing", "done", "failed"}
 
 
 class SourceListView(WorkspaceAPIView):
@@ -50,6 +62,7 @@ class SourceListView(WorkspaceAPIView):
                 kind=envelope.validated_data["kind"],
                 title=envelope.validated_data.get("title", ""),
                 payload=payload,
+                schedule=envelope.validated_data.get("schedule"),
             )
         except KindError as exc:
             raise ValidationError(exc.errors) from exc
@@ -90,6 +103,52 @@ class SourceDetailView(WorkspaceAPIView):
     def delete(self, request: Request, source_id: int) -> Response:
         lifecycle.source_delete(source=self._get(source_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=SourceUpdateSerializer, responses=SourceSerializer)
+    def patch(self, request: Request, source_id: int) -> Response:
+        """Change the title, the re-sync schedule, pause or resume, and whether paused means unsearched."""
+        source = self._get(source_id)
+        body = SourceUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            source = lifecycle.source_update(source=source, **body.validated_data)
+        except KindError as exc:
+            raise ValidationError(exc.errors) from exc
+        return Response(SourceSerializer(source).data)
+
+
+class SourceDocumentsView(WorkspaceAPIView):
+    """A source's pages, filtered by ?status (e.g. failed), paginated by ?page and ?page_size."""
+
+    @extend_schema(responses=DocumentSerializer(many=True))
+    def get(self, request: Request, source_id: int) -> Response:
+        source = Source.objects.filter(id=source_id).first()
+        if source is None:
+            raise Http404
+        documents = source.documents.order_by("id")
+        wanted = request.query_params.get("status")
+        if wanted is not None:
+            if wanted not in DOCUMENT_STATUSES:
+                raise ValidationError({"status": [f"One of: {', '.join(sorted(DOCUMENT_STATUSES))}."]})
+            documents = documents.filter(status=wanted)
+        paginator = DocumentPages()
+        page = paginator.paginate_queryset(documents, request, view=self)
+        return paginator.get_paginated_response(DocumentSerializer(page, many=True).data)
+
+
+class WorkspaceSettingsView(WorkspaceAPIView):
+    """The workspace's defaults: the schedule new sources that can be synced again get."""
+
+    @extend_schema(responses=WorkspaceSettingsSerializer)
+    def get(self, request: Request) -> Response:
+        return Response({"default_schedule": self.workspace.default_schedule})
+
+    @extend_schema(request=WorkspaceSettingsSerializer, responses=WorkspaceSettingsSerializer)
+    def patch(self, request: Request) -> Response:
+        body = WorkspaceSettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        Workspace.objects.filter(id=self.workspace.id).update(**body.validated_data)
+        return Response(body.validated_data)
 
 
 class SearchView(WorkspaceAPIView):

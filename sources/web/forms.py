@@ -13,7 +13,7 @@ from ingestion.crawl.discover import discover
 from ingestion.crawl.errors import FetchError
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.base import KindError
-from ingestion.kinds.registry import addable_kinds
+from ingestion.kinds.registry import addable_kinds, get_kind
 from ingestion.kinds.upload import UploadTooLarge
 from ingestion.kinds.url import UrlKind
 from sources.models import Source, Workspace
@@ -41,11 +41,34 @@ def source_add(
             field in kind.config_model.model_fields and kind.config_model.model_fields[field].is_required()
         ):
             payload[field] = value
+    schedule = (str(form.get("schedule") or "") or None) if kind.resyncable else None
     return [
         lifecycle.source_create(
-            workspace=workspace, agent_id=agent.id, kind=kind.name, title=title, payload=payload
+            workspace=workspace,
+            agent_id=agent.id,
+            kind=kind.name,
+            title=title,
+            payload=payload,
+            schedule=schedule,
         )
     ]
+
+
+def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
+    """The source's settings form: title, schedule (for kinds that sync again), pause, hidden while paused.
+    Unticked boxes are absent from a form post, so the two switches are read as present-or-not."""
+    schedule = str(form.get("schedule") or "") if get_kind(source.kind).resyncable else None
+    return lifecycle.source_update(
+        source=source,
+        title=str(form.get("title", source.title)),
+        schedule=schedule or None,
+        paused=_ticked(form.get("paused")),
+        hidden_while_paused=_ticked(form.get("hidden_while_paused")),
+    )
+
+
+def _ticked(value: Any) -> bool:
+    return str(value).lower() in ("on", "true", "1", "yes")
 
 
 def url_sources_create(*, workspace: Workspace, agent: Agent, pages: list[dict]) -> tuple[list[Source], dict]:

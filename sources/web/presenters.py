@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
-from django.utils.timesince import timesince
+from django.utils.timesince import timesince, timeuntil
 
 from agents.models import Agent
 from ingestion.kinds.registry import addable_kinds, get_kind
-from sources.models import ACTIVE_STATUSES, Source, Status
+from sources.models import ACTIVE_STATUSES, Schedule, Source, Status
 from sources.tenancy import workspace_scope
 
 STATUS_LABELS = {
@@ -36,6 +36,7 @@ def add_dialog_kinds() -> list[dict[str, Any]]:
             "fields": " ".join(k.form_fields),
             "files": "file" in k.form_fields,
             "fetches": k.fetches_pages,
+            "resyncable": k.resyncable,
         }
         for k in addable_kinds()
     ]
@@ -72,6 +73,7 @@ def source_row(source: Source) -> dict[str, Any]:
         "updated_ago": _ago(updated_at),
         "recrawlable": kind.fetches_pages,
         "reupload_needed": bool(source.state.get("reupload_needed")),
+        **freshness(source, resyncable=kind.resyncable),
         # Changes whenever anything the row shows changes, so the live refresh only redraws those rows.
         "version": _digest(
             (
@@ -85,9 +87,64 @@ def source_row(source: Source) -> dict[str, Any]:
                 source.notice,
                 source.title,
                 source.state.get("reupload_needed"),
+                source.schedule,
+                source.paused,
+                source.hidden_while_paused,
+                source.last_synced_at,
+                source.next_sync_at,
             )
         ),
     }
+
+
+def freshness(source: Source, *, resyncable: bool) -> dict[str, Any]:
+    """What a row says about syncing: the schedule, when it last ran and what it did, when it runs next."""
+    from ingestion.sync import outcome_summary
+
+    return {
+        "resyncable": resyncable,
+        "schedule": source.schedule,
+        "schedule_label": Schedule(source.schedule).label if source.schedule in Schedule.values else "",
+        "paused": source.paused,
+        "hidden_while_paused": source.hidden_while_paused,
+        "last_synced_at": source.last_synced_at,
+        "last_synced_ago": _ago(source.last_synced_at) if source.last_synced_at else "",
+        "next_sync_at": source.next_sync_at,
+        "next_sync_in": _in(source.next_sync_at) if source.next_sync_at else "",
+        "last_sync_summary": outcome_summary(source.last_sync) if resyncable else "",
+        "last_sync_removed": source.last_sync.get("removed_pages", [])[:20] if resyncable else [],
+        "last_sync_error": source.last_sync.get("error", ""),
+    }
+
+
+def _in(moment: Any) -> str:
+    if moment <= timezone.now() + timezone.timedelta(seconds=60):
+        return "in a minute"
+    return "in " + timeuntil(moment, timezone.now()).split(",")[0]
+
+
+def schedule_choices() -> list[tuple[str, str]]:
+    return list(Schedule.choices)
+
+
+def failed_pages(source: Source, *, limit: int = 500) -> list[dict[str, Any]]:
+    """A source's failed pages with their reasons, for the failed-pages list (the API pages them)."""
+    from ingestion.failures import FAILURE_LABELS
+
+    with workspace_scope(source.workspace_id):
+        documents = source.documents.filter(status=Status.FAILED).order_by("id")[:limit]
+        return [
+            {
+                "url": d.url,
+                "title": d.title if d.title and d.title != d.url else "",
+                "error": d.error,
+                "error_detail": d.error_detail,
+                "failure": FAILURE_LABELS.get(d.failure_class, ("", ""))[0],
+                "attempts": d.attempts,
+                "updated_at": d.updated_at,
+            }
+            for d in documents
+        ]
 
 
 def _ago(moment: Any) -> str:

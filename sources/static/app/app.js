@@ -461,6 +461,7 @@
       const payload = { kind: kind(), title: fields.title || "" };
       // The chosen kind's own fields (data-fields on its tab), as the server's form does.
       for (const name of (chosen().dataset.fields || "").split(" ").filter(Boolean)) payload[name] = fields[name] || "";
+      if (chosen().dataset.resyncable !== undefined) payload.schedule = fields.schedule || "";
       busy(submit, true);
       const response = await postJSON(form.action, payload);
       busy(submit, false);

@@ -23,7 +23,7 @@ from sources import selectors
 from sources.models import Membership, Source
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters
-from sources.web.decorators import for_agent, for_source, manager_required, wants_json
+from sources.web.decorators import for_agent, for_source, forbidden, manager_required, wants_json
 from sources.web.views.common import body_of, errors_response, layout
 
 
@@ -34,11 +34,15 @@ def _back_to_sources(source: Source) -> HttpResponse:
 # --- an agent's sources ---------------------------------------------------------------------------------
 
 
-def _sources_context(agent: Agent) -> dict[str, Any]:
+def _sources_context(agent: Agent, only: str = "") -> dict[str, Any]:
+    """The rows and counts; with only="failed" (the "Failed" card), the rows of failed sources only, while
+    the counts stay the agent's."""
     sources = selectors.agent_sources(workspace_id=agent.workspace_id, agent_id=agent.id)
+    shown = [s for s in sources if s.status == only] if only in ("failed",) else sources
     return {
-        "rows": [presenters.source_row(s) for s in sources],
+        "rows": [presenters.source_row(s) for s in shown],
         "counts": presenters.status_counts(sources),
+        "only": only if only in ("failed",) else "",
     }
 
 
@@ -55,7 +59,9 @@ def _sources_page(
         # Worded as the server words the limit, so the page and the server say the same.
         upload_max_label=human_size(settings.UPLOAD_MAX_FILE_BYTES),
         upload_max_files=settings.UPLOAD_MAX_FILES_PER_REQUEST,
-        **_sources_context(agent),
+        schedules=presenters.schedule_choices(),
+        default_schedule=membership.workspace.default_schedule,
+        **_sources_context(agent, request.GET.get("status", "")),
         **extra,
     )
     return render(request, "app/agent_sources.html", context, status=status)
@@ -71,7 +77,7 @@ def agent_sources(request: HttpRequest, agent: Agent, membership: Membership) ->
 @for_agent
 def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
     """What the sources page polls while something is in flight: each row, drawn by the same template."""
-    context = _sources_context(agent)
+    context = _sources_context(agent, request.GET.get("status", ""))
     rows = [
         {
             "id": row["id"],
@@ -228,3 +234,70 @@ def source_preview_page(request: HttpRequest, source: Source, membership: Member
     )
     template = "app/_source_preview_body.html" if context["fragment"] else "app/source_preview.html"
     return render(request, template, context)
+
+
+# --- freshness: settings, failed pages -------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@for_source
+def source_settings(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+    """A source's title, sync schedule and pause; everyone sees them, owners and admins change them."""
+    errors: dict[str, list[str]] = {}
+    status = 200
+    if request.method == "POST":
+        if not membership.can_manage:
+            return forbidden(request)
+        try:
+            forms.source_settings(source=source, form=body_of(request))
+        except KindError as exc:
+            errors, status = exc.errors, 400
+        else:
+            if wants_json(request):
+                return JsonResponse({"id": source.id})
+            messages.success(request, f"{source.title}: settings saved.")
+            return _back_to_sources(source)
+        if wants_json(request):
+            return errors_response(errors, status)
+    context = layout(
+        request,
+        membership,
+        agent=source.agent,
+        tab="sources",
+        row=presenters.source_row(source),
+        schedules=presenters.schedule_choices(),
+        errors=errors,
+    )
+    return render(request, "app/source_settings.html", context, status=status)
+
+
+@require_GET
+@for_source
+def source_failed_pages(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+    """The pages that failed, each with its reason, a link to it, and one button to retry them all."""
+    context = layout(
+        request,
+        membership,
+        agent=source.agent,
+        tab="sources",
+        row=presenters.source_row(source),
+        failed=presenters.failed_pages(source),
+    )
+    return render(request, "app/source_failed.html", context)
+
+
+@require_POST
+@for_source
+@manager_required
+def source_retry_failed(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+    queued = lifecycle.retry_failed(source=source)
+    if wants_json(request):
+        if not queued:
+            return JsonResponse({"source": ["No failed pages, or the source is busy."]}, status=400)
+        return JsonResponse({"id": source.id, "retried": queued}, status=202)
+    if queued:
+        plural = "s" if queued != 1 else ""
+        messages.success(request, f"{source.title}: retrying {queued} failed page{plural}.")
+    else:
+        messages.error(request, f"{source.title}: no failed pages to retry, or it is busy; try again later.")
+    return _back_to_sources(source)

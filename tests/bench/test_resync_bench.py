@@ -1,0 +1,120 @@
+"""What a re-sync that finds nothing changed costs, beside the first crawl of the same 77-page site (the Flask
+docs on 127.0.0.1), in the same run: requests made, seconds, embedder calls.
+
+Run in this process with Celery eager (one page after another, as one worker would), with the deployment's
+own embedder (MiniLM) under a counting subclass that only counts and calls it. Plain HTTP only: the three
+script-built pages the browser strategy would retry are left out of both runs alike.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+from django.utils import timezone
+
+from ingestion import lifecycle
+from retrieval.embedders.local import MiniLMOnnxEmbedder
+from sources.models import Source
+from tests.ingestion.conftest import flask_page_paths, flask_url
+from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
+
+pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
+
+
+class CountingMiniLM(MiniLMOnnxEmbedder):
+    """The deployment's embedder, counting the batches it is asked to embed."""
+
+    calls = 0
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        CountingMiniLM.calls += 1
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def eager(settings):
+    from config.celery import app
+
+    before = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    settings.EMBEDDERS = {
+        "default": {
+            **settings.EMBEDDERS["default"],
+            "BACKEND": "tests.bench.test_resync_bench.CountingMiniLM",
+        }
+    }
+    settings.CRAWL_STRATEGIES = ("http",)
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = before
+
+
+def _sitemap(server, with_lastmod: bool) -> str:
+    entries = []
+    for path in flask_page_paths():
+        modified = datetime.fromtimestamp((FLASK_DOCS / path).stat().st_mtime, tz=UTC).date().isoformat()
+        lastmod = f"<lastmod>{modified}</lastmod>" if with_lastmod else ""
+        entries.append(f"<url><loc>{flask_url(server, path)}</loc>{lastmod}</url>")
+    body = "".join(entries)
+    return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</urlset>'
+
+
+def _measure(server, action) -> dict:
+    CountingMiniLM.calls = 0
+    requests_before = len(server.requests)
+    started = time.perf_counter()
+    source = action()
+    seconds = time.perf_counter() - started
+    source = Source.unscoped.get(id=source.id)
+    return {
+        "requests": len(server.requests) - requests_before,
+        "seconds": round(seconds, 2),
+        "embedder_calls": CountingMiniLM.calls,
+        "outcome": {
+            k: source.last_sync.get(k) for k in ("added", "changed", "unchanged", "removed", "failed")
+        },
+    }
+
+
+@pytest.mark.parametrize("with_lastmod", [False, True], ids=["no-lastmod", "lastmod"])
+def test_a_resync_that_finds_nothing_changed_costs_no_embedding(eager, workspace, agent, with_lastmod):
+    with serving(root=FLASK_DOCS) as server:
+        server.routes["/sitemap.xml"] = Reply(
+            200, _sitemap(server, with_lastmod), content_type="application/xml"
+        )
+        server.routes["/robots.txt"] = Reply(
+            200, "User-agent: *\nDisallow: /_sources/\n", content_type="text/plain"
+        )
+
+        def first_crawl() -> Source:
+            return lifecycle.source_create(
+                workspace=workspace,
+                agent_id=agent.id,
+                kind="sitemap",
+                title="",
+                payload={"url": server.url("/sitemap.xml")},
+            )
+
+        first = _measure(server, first_crawl)
+        source = Source.unscoped.get(agent_id=agent.id)
+
+        def resync() -> Source:
+            Source.unscoped.filter(id=source.id).update(next_sync_at=timezone.now())
+            assert [s.id for s in lifecycle.sync_due_sources()] == [source.id]
+            return source
+
+        again = _measure(server, resync)
+    result = {
+        "benchmark": "resync_no_change",
+        "site": f"flask-docs ({len(flask_page_paths())} pages)",
+        "sitemap_lastmod": with_lastmod,
+        "first_crawl": first,
+        "resync": again,
+    }
+    print(json.dumps(result))
+    assert (
+        again["embedder_calls"] == 0 and again["outcome"]["changed"] == 0 and again["outcome"]["removed"] == 0
+    )
+    assert first["embedder_calls"] > 0
