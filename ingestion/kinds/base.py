@@ -55,10 +55,13 @@ class SourceKind:
     form_fields: ClassVar[tuple[str, ...]] = ()
     # Documents are fetched from their addresses, one page job each (expand, then crawl).
     fetches_pages: ClassVar[bool] = False
+    # Resync (the "recrawl" verb) fetches the source again from where it came from; unchanged documents
+    # are not re-embedded.
+    resyncs: ClassVar[bool] = False
     # Citations link to the document's address.
     cites_urls: ClassVar[bool] = False
-    # The Celery task (by name, in ingestion/tasks.py) that turns a pending source into documents and
-    # chunks, and the one that indexes it again from what is kept.
+    # The Celery task (by name in ingestion/tasks.py, or a dotted path for kinds above ingestion) that
+    # turns a pending source into documents and chunks, and the one that indexes it again from what is kept.
     ingest_task: ClassVar[str] = "index_source"
     reindex_task: ClassVar[str] = "index_source"
 
@@ -109,6 +112,7 @@ class FetchedKind(SourceKind):
     icon = "link"
     unit = ("page", "pages")
     fetches_pages = True
+    resyncs = True
     cites_urls = True
     ingest_task = "crawl_source"
     form_fields = ("url",)

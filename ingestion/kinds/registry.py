@@ -21,6 +21,8 @@ KINDS: dict[str, str] = {
     "feed": "ingestion.kinds.feed.FeedKind",
     "auto": "ingestion.kinds.auto.AutoKind",
     "upload": "ingestion.kinds.upload.UploadKind",
+    "notion": "integrations.notion.kind.NotionKind",
+    "gdoc": "integrations.google.kind.GoogleDocsKind",
 }
 
 

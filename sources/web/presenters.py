@@ -70,7 +70,7 @@ def source_row(source: Source) -> dict[str, Any]:
         "chunks_count": source.chunks_count,
         "updated_at": updated_at,
         "updated_ago": _ago(updated_at),
-        "recrawlable": kind.fetches_pages,
+        "recrawlable": kind.resyncs,
         "reupload_needed": bool(source.state.get("reupload_needed")),
         # Changes whenever anything the row shows changes, so the live refresh only redraws those rows.
         "version": _digest(
