@@ -1,0 +1,49 @@
+"""The fake providers, on the ports config/settings/test.py gives this run (its worker processes read the
+same settings), and connections made with tokens the fakes issued."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.fakes.notion_server import FakeNotion
+from tests.fakes.provider_http import provider_server
+
+
+def _port(url: str) -> int:
+    return urlsplit(url).port or 0
+
+
+@pytest.fixture(scope="session")
+def _notion_server() -> Iterator[FakeNotion]:
+    from django.conf import settings
+
+    fake = FakeNotion()
+    with provider_server(fake.route, port=_port(settings.NOTION_API_BASE_URL)) as base_url:
+        fake.base_url = base_url
+        yield fake
+
+
+@pytest.fixture
+def notion(_notion_server: FakeNotion) -> Iterator[FakeNotion]:
+    _notion_server.reset()
+    yield _notion_server
+    _notion_server.reset()
+
+
+@pytest.fixture
+def notion_connection(notion, workspace, owner):
+    from integrations.models import Connection, Provider
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        return Connection.objects.create(
+            provider=Provider.NOTION,
+            account_id="bot-7f3a",
+            account_name="Acme Handbook",
+            account_email="ada@acme.test",
+            access_token=notion.issue_token(),
+            connected_by=owner,
+        )
