@@ -54,6 +54,12 @@ class ConnectedKind(SourceKind):
         count = len(source.config.get("items", []))
         return f"{count} picked from {self.label}" if count != 1 else f"1 picked from {self.label}"
 
+    def pickable(
+        self, *, connection: Connection, query: str, cursor: str | None
+    ) -> tuple[list[dict], str | None]:
+        """One page of what the picker offers ([{id, type, title, url, edited}]) and the next cursor."""
+        raise NotImplementedError
+
     def listing(self, *, source: Source, connection: Connection, known: list[str]) -> list[Item]:
         raise NotImplementedError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from integrations.errors import ObjectGone
-from integrations.google.client import DOC_MIME, DriveClient, quoted
+from integrations.google.client import DOC_MIME, FOLDER_MIME, DriveClient, quoted
 from integrations.google.render import doc_text
 from integrations.kind import ConnectedConfig, ConnectedKind, PickedItem
 from integrations.models import Connection, Provider
@@ -40,6 +40,24 @@ class GoogleDocsKind(ConnectedKind):
     icon = "file"
     provider = Provider.GOOGLE
     config_model = GoogleDocsConfig
+
+    def pickable(
+        self, *, connection: Connection, query: str, cursor: str | None
+    ) -> tuple[list[dict], str | None]:
+        kinds = f"(mimeType = {quoted(DOC_MIME)} or mimeType = {quoted(FOLDER_MIME)})"
+        terms = [kinds, "trashed = false"] + ([f"name contains {quoted(query)}"] if query else [])
+        answer = DriveClient(connection).list_files(query=" and ".join(terms), cursor=cursor)
+        offered = [
+            {
+                "id": found["id"],
+                "type": "folder" if found.get("mimeType") == FOLDER_MIME else "document",
+                "title": found.get("name", "") or "Untitled",
+                "url": found.get("webViewLink", ""),
+                "edited": found.get("modifiedTime", ""),
+            }
+            for found in answer.get("files", [])
+        ]
+        return offered, answer.get("nextPageToken")
 
     def listing(self, *, source: Source, connection: Connection, known: list[str]) -> list[Item]:
         client = DriveClient(connection)

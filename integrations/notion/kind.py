@@ -50,6 +50,26 @@ class NotionKind(ConnectedKind):
     provider = Provider.NOTION
     config_model = NotionConfig
 
+    def pickable(
+        self, *, connection: Connection, query: str, cursor: str | None
+    ) -> tuple[list[dict], str | None]:
+        answer = NotionClient(connection).search(query=query, cursor=cursor)
+        offered = [
+            {
+                "id": obj["id"],
+                "type": obj.get("object", "page"),
+                "title": page_title(obj) or "Untitled",
+                "url": obj.get("url", ""),
+                "edited": obj.get("last_edited_time", ""),
+                "row": (obj.get("parent") or {}).get("type") == "database_id",
+            }
+            for obj in answer.get("results", [])
+            if not (obj.get("archived") or obj.get("in_trash"))
+        ]
+        # Database rows come with their database; they are not offered one by one.
+        offered = [o for o in offered if not o.pop("row")]
+        return offered, answer.get("next_cursor") if answer.get("has_more") else None
+
     def listing(self, *, source: Source, connection: Connection, known: list[str]) -> list[Item]:
         client = NotionClient(connection)
         items: dict[str, Item] = {}

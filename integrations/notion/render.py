@@ -175,11 +175,12 @@ def property_value(prop: dict[str, Any]) -> str:
 
 
 def page_title(page: dict[str, Any]) -> str:
+    if page.get("object") == "database":
+        # A database's `properties` are its schema; its title is its own.
+        return rich_text(page.get("title")).strip()
     for prop in (page.get("properties") or {}).values():
         if prop.get("type") == "title":
             return rich_text(prop.get("title")).strip()
-    if page.get("object") == "database":
-        return rich_text(page.get("title")).strip()
     return ""
 
 

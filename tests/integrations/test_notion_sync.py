@@ -107,7 +107,7 @@ def test_unchanged_pages_are_not_fetched_or_embedded_again(workspace, handbook_s
 
 def test_an_edited_page_replaces_its_text_and_only_it_is_fetched(workspace, handbook_source, notion, pages):
     notion.edit_page(pages["child"], [block("paragraph", "We now ship to Chile and Peru within a week.")])
-    outcome, indexed = resync(handbook_source)
+    _, indexed = resync(handbook_source)
     assert len(indexed) == 1
     texts = " ".join(_texts(workspace, "which countries do you ship to"))
     assert "Chile and Peru" in texts
