@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from integrations.errors import ProviderError
 from integrations.models import Connection
-from sources.models import ACTIVE_STATUSES, Source, Status
+from sources.models import Source, Status
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,3 @@ def connection_disconnect(*, connection: Connection) -> bool:
         detail="disconnected by an admin" + ("; revoked at the provider" if revoked else "; not revoked"),
     )
     return revoked
-
-
-def busy(source: Source) -> bool:
-    return source.status in ACTIVE_STATUSES

@@ -45,7 +45,8 @@ MEDIA_ROOT = BASE_DIR / ".local" / f"test-media-{TEST_RUN_ID}"  # noqa: F405
 
 # The fake Notion and Google servers (tests/fakes/) listen on ports derived from the run id, so the run's
 # worker processes, which read these settings when they start, reach the servers the tests run.
-_fake_port = 20000 + zlib.crc32(TEST_RUN_ID.encode()) % 20000 * 2
+# Below Linux's ephemeral range (32768+), so an outgoing connection cannot already hold it.
+_fake_port = 20000 + zlib.crc32(TEST_RUN_ID.encode()) % 6000 * 2
 NOTION_API_BASE_URL = f"http://127.0.0.1:{_fake_port}"
 GOOGLE_AUTH_URL = f"http://127.0.0.1:{_fake_port + 1}/o/oauth2/v2/auth"
 GOOGLE_OAUTH_BASE_URL = f"http://127.0.0.1:{_fake_port + 1}"

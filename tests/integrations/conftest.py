@@ -4,6 +4,7 @@ same settings), and connections made with tokens the fakes issued."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,12 +18,23 @@ def _port(url: str) -> int:
     return urlsplit(url).port or 0
 
 
+@contextmanager
+def _serving(route, url: str) -> Iterator[str]:
+    try:
+        with provider_server(route, port=_port(url)) as base_url:
+            yield base_url
+    except OSError as exc:
+        pytest.fail(
+            f"the fake provider cannot listen on {url} ({exc}); run again (another run id, another port)"
+        )
+
+
 @pytest.fixture(scope="session")
 def _notion_server() -> Iterator[FakeNotion]:
     from django.conf import settings
 
     fake = FakeNotion()
-    with provider_server(fake.route, port=_port(settings.NOTION_API_BASE_URL)) as base_url:
+    with _serving(fake.route, settings.NOTION_API_BASE_URL) as base_url:
         fake.base_url = base_url
         yield fake
 
@@ -55,7 +67,7 @@ def _google_server() -> Iterator[FakeGoogle]:
     from django.conf import settings
 
     fake = FakeGoogle()
-    with provider_server(fake.route, port=_port(settings.GOOGLE_API_BASE_URL)) as base_url:
+    with _serving(fake.route, settings.GOOGLE_API_BASE_URL) as base_url:
         fake.base_url = base_url
         yield fake
 

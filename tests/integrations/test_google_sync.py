@@ -135,3 +135,20 @@ def test_a_quota_error_requeues_and_a_server_error_retries_without_removing(
         outcome = sync.source_sync(source=Source.objects.get(id=source.id), requeues=1)
         assert outcome.retry_in is not None
         assert Document.objects.filter(source_id=source.id).count() == 3
+
+
+def test_the_google_picker_offers_docs_and_folders_and_adds_a_source(
+    client, owner, agent, workspace, google_connection, google, drive
+):
+    client.force_login(owner)
+    found = client.get(f"/app/agents/{agent.id}/sources/from/google", {"q": "ret"}).content.decode()
+    assert "Returns" in found and "Plant rota" not in found
+    folders = client.get(f"/app/agents/{agent.id}/sources/from/google", {"q": "support"}).content.decode()
+    assert "Folder (every Doc in it)" in folders
+    client.post(
+        f"/app/agents/{agent.id}/sources/from/google", {"item": [f"folder:{drive['folder']}:Support"]}
+    )
+    with workspace_scope(workspace.id):
+        source = Source.objects.get(kind="gdoc")
+    assert source.config["items"] == [{"id": drive["folder"], "type": "folder", "title": "Support"}]
+    assert "include_children" not in source.config
