@@ -8,9 +8,10 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from ingestion.kinds.base import KindConfig, SourceKind
+from integrations.connections import reconnect_message
 from integrations.models import Connection
 from integrations.sync import Fetched, Item
-from sources.models import Source
+from sources.models import Source, Status
 
 
 class PickedItem(KindConfig):
@@ -53,6 +54,20 @@ class ConnectedKind(SourceKind):
     def address(self, source: Source) -> str:
         count = len(source.config.get("items", []))
         return f"{count} picked from {self.label}" if count != 1 else f"1 picked from {self.label}"
+
+    def settle(self, *, source_id: int, update: dict[str, Any]) -> dict[str, Any]:
+        # Its documents may all be done (they stay searchable), but nothing syncs until a reconnect.
+        config = Source.objects.filter(id=source_id).values_list("config", flat=True).first() or {}
+        connection = Connection.objects.filter(id=config.get("connection")).first()
+        if connection is not None and connection.active:
+            return update
+        message = (
+            reconnect_message(connection) if connection else "Connect the account again to sync this source."
+        )
+        detail = (
+            f"connection {connection.id} is {connection.status}" if connection else "the connection is gone"
+        )
+        return {**update, "status": Status.FAILED, "error": message, "error_detail": detail}
 
     def pickable(
         self, *, connection: Connection, query: str, cursor: str | None

@@ -263,10 +263,6 @@ def _document_failed(document: Document, message: str, detail: str) -> Outcome:
 
 
 def refresh_status(*, source_id: int) -> None:
-    """The source's counters and status from its documents; a source whose connection needs a reconnect
-    keeps saying so (its documents may all be done: they stay searchable, but nothing syncs)."""
+    """The source's counters and status from its documents (a source whose connection needs a reconnect
+    keeps saying so: the kind's `settle`)."""
     source_refresh_status(source_id=source_id)
-    source = Source.objects.filter(id=source_id).first()
-    connection = connection_of(source) if source else None
-    if source is not None and (connection is None or not connection.active):
-        _source_needs_reconnect(source, connection)

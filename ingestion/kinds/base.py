@@ -99,6 +99,11 @@ class SourceKind:
 
         Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
 
+    def settle(self, *, source_id: int, update: dict[str, Any]) -> dict[str, Any]:
+        """The status, counters and error its documents give a source (ingestion.indexing), as this kind
+        sees them: e.g. a connected source whose account needs reconnecting keeps saying so."""
+        return update
+
     # --- showing --------------------------------------------------------------------------------------
 
     def address(self, source: Source) -> str:

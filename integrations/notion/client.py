@@ -29,21 +29,25 @@ class NotionClient:
         self.base_url = settings.NOTION_API_BASE_URL.rstrip("/")
 
     def call(self, method: str, path: str, *, json: dict | None = None, params: dict | None = None) -> Any:
+        from integrations.connections import fresh_access_token, refresh_token
+
         if not self.connection.access_token:
             raise ReconnectNeeded("Reconnect Notion to sync this source.", "no token (disconnected)")
-        wait_for_turn(self.connection.id, settings.NOTION_REQUESTS_PER_SECOND)
-        request = httpx.Request(
-            method,
-            f"{self.base_url}{path}",
-            json=json,
-            params=params,
-            headers={
-                "Authorization": f"Bearer {self.connection.access_token}",
-                "Notion-Version": settings.NOTION_VERSION,
-            },
-        )
         what = f"Notion {method} {path}"
-        response = send(request, what=what)
+        for attempt in (0, 1):
+            wait_for_turn(self.connection.id, settings.NOTION_REQUESTS_PER_SECOND)
+            # Notion's older tokens never expire; newer ones come with a refresh token and an expiry.
+            token = refresh_token(self.connection) if attempt else fresh_access_token(self.connection)
+            request = httpx.Request(
+                method,
+                f"{self.base_url}{path}",
+                json=json,
+                params=params,
+                headers={"Authorization": f"Bearer {token}", "Notion-Version": settings.NOTION_VERSION},
+            )
+            response = send(request, what=what)
+            if response.status_code != 401 or attempt or not self.connection.refresh_token:
+                break
         if response.status_code == 401:
             # `unauthorized`: the integration's token was revoked (or the workspace removed it).
             raise ReconnectNeeded("Reconnect Notion to sync this source.", f"{what}: {response.text[:300]}")

@@ -70,6 +70,7 @@ class FakeNotion:
     children: dict[str, list[dict]] = field(default_factory=dict)  # block or page id -> blocks
     shared: set[str] = field(default_factory=set)  # ids the integration may see
     tokens: set[str] = field(default_factory=set)
+    refresh_tokens: set[str] = field(default_factory=set)
     codes: dict[str, str] = field(default_factory=dict)  # code -> redirect_uri
     revoked: list[str] = field(default_factory=list)
     fail_next: int = 0
@@ -84,6 +85,7 @@ class FakeNotion:
         self.children.clear()
         self.shared.clear()
         self.tokens.clear()
+        self.refresh_tokens.clear()
         self.codes.clear()
         self.revoked.clear()
         self.requests.clear()
@@ -286,6 +288,12 @@ class FakeNotion:
         if request.headers.get("authorization") != basic:
             return Answer(401, {"error": "invalid_client"})
         body = request.json()
+        if request.path == "/v1/oauth/token" and body.get("grant_type") == "refresh_token":
+            if body.get("refresh_token") not in self.refresh_tokens:
+                return Answer(400, {"error": "invalid_grant", "error_description": "Invalid refresh token."})
+            return Answer(
+                200, {"access_token": self.issue_token(), "token_type": "bearer", "bot_id": "bot-7f3a"}
+            )
         if request.path == "/v1/oauth/token":
             if self.codes.pop(body.get("code", ""), None) != body.get("redirect_uri"):
                 return Answer(400, {"error": "invalid_grant", "error_description": "Invalid code."})

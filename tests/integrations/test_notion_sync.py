@@ -182,3 +182,55 @@ def test_tokens_are_sealed_in_the_database(notion_connection):
         )
         raw = cursor.fetchone()[0]
     assert raw and notion_connection.access_token not in raw and "secret_" not in raw
+
+
+def test_a_refused_token_is_refreshed_once_when_notion_gave_a_refresh_token(
+    workspace, agent, notion_connection, notion, pages
+):
+    with workspace_scope(workspace.id):
+        notion.refresh_tokens.add("nrt-1")
+        Connection.objects.filter(id=notion_connection.id).update(refresh_token="nrt-1")
+    notion.tokens.clear()  # the access token expired
+    source = _create(workspace, agent, notion_connection, [{"id": pages["other"]}])
+    run_sync(source)
+    with workspace_scope(workspace.id):
+        assert Source.objects.get(id=source.id).status == Status.DONE
+        assert Connection.objects.get(id=notion_connection.id).access_token in notion.tokens
+
+    notion.tokens.clear()
+    notion.refresh_tokens.clear()  # and now the refresh token is refused too (invalid_grant)
+    resync(source)
+    with workspace_scope(workspace.id):
+        connection = Connection.objects.get(id=notion_connection.id)
+        assert connection.status == "needs_reconnect" and "invalid_grant" in connection.last_error_detail
+        assert Source.objects.get(id=source.id).error == "Reconnect Notion to sync this source."
+
+
+def test_indexing_that_finishes_after_a_revocation_leaves_the_reconnect_message(
+    workspace, handbook_source, notion_connection
+):
+    from ingestion.indexing import source_refresh_status
+    from integrations.connections import mark_needs_reconnect
+
+    mark_needs_reconnect(connection=notion_connection, message="Revoked.", detail="401")
+    with workspace_scope(workspace.id):
+        source_refresh_status(source_id=handbook_source.id)  # what ingestion's index task does last
+        source = Source.objects.get(id=handbook_source.id)
+    assert source.status == Status.FAILED and source.error == "Reconnect Notion to sync this source."
+    assert source.pages_done == source.pages_total > 0
+
+
+def test_the_api_adds_a_notion_source_and_the_outsider_sees_nothing(
+    api, outsider_api, agent, other_agent, notion_connection, pages
+):
+    body = {
+        "kind": "notion",
+        "agent": agent.id,
+        "connection": notion_connection.id,
+        "items": [{"id": pages["other"]}],
+    }
+    created = api.post("/api/v1/sources", body, format="json")
+    assert created.status_code == 201, created.json()
+    assert outsider_api.get(f"/api/v1/sources/{created.json()['id']}").status_code == 404
+    stolen = outsider_api.post("/api/v1/sources", {**body, "agent": other_agent.id}, format="json")
+    assert stolen.status_code == 400 and "connection" in stolen.json()
