@@ -49,19 +49,23 @@ def wait_for_turn(connection_id: int, per_second: float) -> None:
     interval_ms = int(1000 / per_second)
     now_ms = int(time.time() * 1000)
     slot_key = _key(connection_id, "next")
-    # One atomic step: take max(now, next) as our slot and push `next` one interval further.
-    slot = client.eval(
-        "local n = tonumber(redis.call('GET', KEYS[1]) or '0'); local now = tonumber(ARGV[1]);"
-        "local s = math.max(n, now); redis.call('SET', KEYS[1], s + tonumber(ARGV[2]), 'PX', 60000);"
-        "return s",
-        1,
-        slot_key,
-        now_ms,
-        interval_ms,
+    # One atomic step: take max(now, next) as our slot and push `next` one interval further, unless the
+    # slot is further away than we are willing to sleep (then nothing is reserved, and the job requeues).
+    slot = int(
+        client.eval(
+            "local n = tonumber(redis.call('GET', KEYS[1]) or '0'); local now = tonumber(ARGV[1]);"
+            "local s = math.max(n, now); if s - now > tonumber(ARGV[3]) then return s end;"
+            "redis.call('SET', KEYS[1], s + tonumber(ARGV[2]), 'PX', 60000); return s",
+            1,
+            slot_key,
+            now_ms,
+            interval_ms,
+            int(MAX_INLINE_WAIT_S * 1000),
+        )
     )
-    wait_s = (int(slot) - now_ms) / 1000
+    wait_s = (slot - now_ms) / 1000
     if wait_s > MAX_INLINE_WAIT_S:
-        raise ProviderRateLimited(wait_s, "local request rate")
+        raise ProviderRateLimited(wait_s, "this connection's request rate (shared by every worker)")
     if wait_s > 0:
         time.sleep(wait_s)
 
