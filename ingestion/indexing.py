@@ -196,6 +196,9 @@ def source_refresh_status(*, source_id: int) -> None:
         ).exists()
         fetching = kind is not None and kind.fetches_pages
         update["status"] = Status.CRAWLING if crawling and fetching else Status.INDEXING
+    kind_name = Source.objects.filter(id=source_id).values_list("kind", flat=True).first()
+    if kind_name is not None:
+        update = get_kind(kind_name).settle(source_id=source_id, update=update)
     Source.objects.filter(id=source_id).update(**update)
     source = Source.objects.filter(id=source_id).values("workspace_id", "agent_id").first()
     if source:

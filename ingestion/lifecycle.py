@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from ingestion import files as storage
 from ingestion import sync
@@ -53,7 +54,8 @@ def _agent(agent_id: Any) -> Any:
 def _queue(task_name: str, source: Source, countdown: float | None = None) -> None:
     from ingestion import tasks
 
-    task = getattr(tasks, task_name)
+    # A kind of a layer above (integrations) names its own task by dotted path.
+    task = import_string(task_name) if "." in task_name else getattr(tasks, task_name)
     kwargs = {"workspace_id": source.workspace_id, "source_id": source.id}
     transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown))
 
@@ -211,10 +213,10 @@ def source_index_now(*, source: Source) -> None:
 
 
 def source_recrawl(*, source: Source) -> bool:
-    """Fetch a web source's pages again; unchanged pages are not re-embedded. False for kinds that fetch
-    nothing and for a source already crawling."""
+    """Fetch a web or connected source again; unchanged pages are not re-embedded. False for kinds that
+    fetch nothing and for a source already crawling."""
     kind = get_kind(source.kind)
-    if not kind.fetches_pages:
+    if not kind.resyncable:
         return False
     with workspace_scope(source.workspace_id):
         updated = (

@@ -4,6 +4,7 @@ from django.views.generic import RedirectView
 
 from sources.web.views import access as access_views
 from sources.web.views import agents as agent_views
+from sources.web.views import integrations as integration_views
 from sources.web.views import sources as views
 
 urlpatterns = [
@@ -26,6 +27,27 @@ urlpatterns = [
     ),
     path("app/workspace/keys/new", access_views.api_key_new, name="app-api-key-new"),
     path("app/workspace/keys/<int:key_id>/revoke", access_views.api_key_revoke, name="app-api-key-revoke"),
+    path("app/integrations", integration_views.integrations_page, name="app-integrations"),
+    path(
+        "app/integrations/<str:provider>/connect",
+        integration_views.integration_connect,
+        name="app-integration-connect",
+    ),
+    path(
+        "app/integrations/<str:provider>/callback",
+        integration_views.integration_callback,
+        name="app-integration-callback",
+    ),
+    path(
+        "app/integrations/<int:connection_id>/disconnect",
+        integration_views.integration_disconnect,
+        name="app-integration-disconnect",
+    ),
+    path(
+        "app/agents/<int:agent_id>/sources/from/<str:provider>",
+        integration_views.integration_pick,
+        name="app-integration-pick",
+    ),
     path("app/agents/new", agent_views.agent_new, name="app-agent-new"),
     path("app/agents/<int:agent_id>/", agent_views.agent_home, name="app-agent"),
     path("app/agents/<int:agent_id>/sources", views.agent_sources, name="app-agent-sources"),

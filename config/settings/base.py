@@ -107,6 +107,7 @@ CELERY_TASK_DEFAULT_QUEUE = "index"
 CELERY_TASK_ROUTES = {
     "ingestion.tasks.crawl_*": {"queue": "crawl"},
     "ingestion.tasks.index_*": {"queue": "index"},
+    "integrations.tasks.sync_*": {"queue": "crawl"},
 }
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -236,6 +237,29 @@ OUTBOUND_MAX_RESPONSE_BYTES = env.int("OUTBOUND_MAX_RESPONSE_BYTES", default=10 
 # the old key is dropped. Empty: a key derived from SECRET_KEY, which production refuses.
 FIELD_ENCRYPTION_KEYS = env.list("FIELD_ENCRYPTION_KEYS", default=[])
 FIELD_ENCRYPTION_DERIVED_KEY_ALLOWED = True
+
+# --- Connectors (integrations/): the OAuth apps an operator registers (README, "Connecting Notion and
+# Google"), and the providers' addresses (tests and self-hosted proxies point these elsewhere).
+NOTION_CLIENT_ID = env("NOTION_CLIENT_ID", default="")
+NOTION_CLIENT_SECRET = env("NOTION_CLIENT_SECRET", default="")
+NOTION_API_BASE_URL = env("NOTION_API_BASE_URL", default="https://api.notion.com")
+NOTION_VERSION = env("NOTION_VERSION", default="2022-06-28")
+NOTION_REQUESTS_PER_SECOND = env.float("NOTION_REQUESTS_PER_SECOND", default=3.0)
+GOOGLE_CLIENT_ID = env("GOOGLE_CLIENT_ID", default="")
+GOOGLE_CLIENT_SECRET = env("GOOGLE_CLIENT_SECRET", default="")
+GOOGLE_AUTH_URL = env("GOOGLE_AUTH_URL", default="https://accounts.google.com/o/oauth2/v2/auth")
+GOOGLE_OAUTH_BASE_URL = env("GOOGLE_OAUTH_BASE_URL", default="https://oauth2.googleapis.com")
+GOOGLE_API_BASE_URL = env("GOOGLE_API_BASE_URL", default="https://www.googleapis.com")
+GOOGLE_REQUESTS_PER_SECOND = env.float("GOOGLE_REQUESTS_PER_SECOND", default=10.0)
+# The public address of this server, for OAuth redirect URIs (…/app/integrations/<provider>/callback);
+# empty: taken from the request.
+PUBLIC_BASE_URL = env("PUBLIC_BASE_URL", default="")
+INTEGRATIONS_TIMEOUT = env.float("INTEGRATIONS_TIMEOUT", default=20.0)
+INTEGRATIONS_RETRY_BACKOFF = [
+    float(s) for s in env.list("INTEGRATIONS_RETRY_BACKOFF", default=["30", "90", "180"])
+]
+INTEGRATIONS_MAX_RATE_LIMIT_REQUEUES = env.int("INTEGRATIONS_MAX_RATE_LIMIT_REQUEUES", default=20)
+INTEGRATIONS_MAX_RETRY_AFTER = env.float("INTEGRATIONS_MAX_RETRY_AFTER", default=600.0)
 
 # --- Uploads ---
 UPLOAD_MAX_FILE_BYTES = env.int("UPLOAD_MAX_FILE_BYTES", default=25 * 1024 * 1024)

@@ -1,6 +1,7 @@
 """The test suite: the same real services as development, with fast password hashing."""
 
 import os
+import zlib
 
 from .base import *  # noqa: F403
 from .base import CELERY_BROKER_TRANSPORT_OPTIONS, DATABASES, env
@@ -43,3 +44,17 @@ CRAWL_FETCH_TIMEOUT = 3.0
 CRAWL_MAX_SOURCE_BYTES = 2 * 1024 * 1024  # so the oversized-page test needs only a 3 MB body
 # Shared by the test process and its worker processes (same run id), apart from a developer's media.
 MEDIA_ROOT = BASE_DIR / ".local" / f"test-media-{TEST_RUN_ID}"  # noqa: F405
+
+# The fake Notion and Google servers (tests/fakes/) listen on ports derived from the run id, so the run's
+# worker processes, which read these settings when they start, reach the servers the tests run.
+# Below Linux's ephemeral range (32768+), so an outgoing connection cannot already hold it.
+_fake_port = 20000 + zlib.crc32(TEST_RUN_ID.encode()) % 6000 * 2
+NOTION_API_BASE_URL = f"http://127.0.0.1:{_fake_port}"
+GOOGLE_AUTH_URL = f"http://127.0.0.1:{_fake_port + 1}/o/oauth2/v2/auth"
+GOOGLE_OAUTH_BASE_URL = f"http://127.0.0.1:{_fake_port + 1}"
+GOOGLE_API_BASE_URL = f"http://127.0.0.1:{_fake_port + 1}"
+NOTION_CLIENT_ID, NOTION_CLIENT_SECRET = "notion-test-client", "notion-test-secret"
+GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET = "google-test-client.apps.googleusercontent.com", "google-test-secret"
+NOTION_REQUESTS_PER_SECOND = 50.0
+INTEGRATIONS_RETRY_BACKOFF = [0.2, 0.2]
+INTEGRATIONS_MAX_RATE_LIMIT_REQUEUES = 3

@@ -64,13 +64,14 @@ class SourceKind:
     form_fields: ClassVar[tuple[str, ...]] = ()
     # Documents are fetched from their addresses, one page job each (expand, then crawl).
     fetches_pages: ClassVar[bool] = False
+    # There is something to sync again (a site, a feed, a connector): Resync (the "recrawl" verb) fetches it
+    # again from where it came from, unchanged documents are not re-embedded, and it is offered a schedule
+    # (daily by default). Pasted text and uploaded files are what they are: no schedule, none offered.
+    resyncable: ClassVar[bool] = False
     # Citations link to the document's address.
     cites_urls: ClassVar[bool] = False
-    # There is something to sync again (a site, a feed, a connector): offered a schedule, daily by default.
-    # Pasted text and uploaded files are what they are; their schedule is off and not offered.
-    resyncable: ClassVar[bool] = False
-    # The Celery task (by name, in ingestion/tasks.py) that turns a pending source into documents and
-    # chunks, and the one that indexes it again from what is kept.
+    # The Celery task (by name in ingestion/tasks.py, or a dotted path for kinds above ingestion) that
+    # turns a pending source into documents and chunks, and the one that indexes it again from what is kept.
     ingest_task: ClassVar[str] = "index_source"
     reindex_task: ClassVar[str] = "index_source"
 
@@ -110,6 +111,11 @@ class SourceKind:
         from sources.models import Document, Status
 
         Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
+
+    def settle(self, *, source_id: int, update: dict[str, Any]) -> dict[str, Any]:
+        """The status, counters and error its documents give a source (ingestion.indexing), as this kind
+        sees them: e.g. a connected source whose account needs reconnecting keeps saying so."""
+        return update
 
     # --- showing --------------------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ KINDS: dict[str, str] = {
     "auto": "ingestion.kinds.auto.AutoKind",
     "upload": "ingestion.kinds.upload.UploadKind",
     "push": "ingestion.kinds.push.PushKind",
+    "notion": "integrations.notion.kind.NotionKind",
+    "gdoc": "integrations.google.kind.GoogleDocsKind",
 }
 
 

@@ -71,7 +71,7 @@ def source_row(source: Source) -> dict[str, Any]:
         "chunks_count": source.chunks_count,
         "updated_at": updated_at,
         "updated_ago": _ago(updated_at),
-        "recrawlable": kind.fetches_pages,
+        "recrawlable": kind.resyncable,
         "reupload_needed": bool(source.state.get("reupload_needed")),
         **freshness(source, resyncable=kind.resyncable),
         # Changes whenever anything the row shows changes, so the live refresh only redraws those rows.

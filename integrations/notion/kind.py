@@ -1,0 +1,127 @@
+"""Notion pages and databases, picked from what the integration can see.
+
+A picked page is a document; with "include child pages", so is every page below it. A picked database
+is one document per row (its properties as `name: value` lines before the row's body). Documents keep
+the page's title and notion.so address, so citations link to Notion. Re-sync is incremental by
+`last_edited_time`; a page that is archived, deleted or no longer shared (404/403) leaves with its chunks.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from integrations.errors import ObjectGone
+from integrations.kind import ConnectedConfig, ConnectedKind, PickedItem
+from integrations.models import Connection, Provider
+from integrations.notion.client import NotionClient
+from integrations.notion.render import page_text, page_title
+from integrations.sync import Fetched, Item
+from sources.models import Source
+
+
+class NotionPick(PickedItem):
+    type: str = Field(default="page", pattern=r"^(page|database)$")
+
+
+class NotionConfig(ConnectedConfig):
+    provider = Provider.NOTION
+    items: list[NotionPick] = Field(min_length=1, max_length=500)
+    include_children: bool = True
+
+
+def _item(page: dict) -> Item:
+    return Item(
+        object_id=page["id"],
+        title=page_title(page) or "Untitled",
+        url=page.get("url", ""),
+        version=page.get("last_edited_time", ""),
+    )
+
+
+def _parent_id(obj: dict) -> str:
+    parent = obj.get("parent") or {}
+    return parent.get(parent.get("type", ""), "") if parent.get("type") != "workspace" else ""
+
+
+class NotionKind(ConnectedKind):
+    name = "notion"
+    label = "Notion"
+    icon = "book"
+    provider = Provider.NOTION
+    config_model = NotionConfig
+
+    def pickable(
+        self, *, connection: Connection, query: str, cursor: str | None
+    ) -> tuple[list[dict], str | None]:
+        answer = NotionClient(connection).search(query=query, cursor=cursor)
+        offered = [
+            {
+                "id": obj["id"],
+                "type": obj.get("object", "page"),
+                "title": page_title(obj) or "Untitled",
+                "url": obj.get("url", ""),
+                "edited": obj.get("last_edited_time", ""),
+                "row": (obj.get("parent") or {}).get("type") == "database_id",
+            }
+            for obj in answer.get("results", [])
+            if not (obj.get("archived") or obj.get("in_trash"))
+        ]
+        # Database rows come with their database; they are not offered one by one.
+        offered = [o for o in offered if not o.pop("row")]
+        return offered, answer.get("next_cursor") if answer.get("has_more") else None
+
+    def listing(self, *, source: Source, connection: Connection, known: list[str]) -> list[Item]:
+        client = NotionClient(connection)
+        items: dict[str, Item] = {}
+        roots: list[str] = []
+        for pick in source.config["items"]:
+            try:
+                if pick.get("type") == "database":
+                    client.database(pick["id"])
+                    for row in client.database_rows(pick["id"]):
+                        if not (row.get("archived") or row.get("in_trash")):
+                            items[row["id"]] = _item(row)
+                else:
+                    items[pick["id"]] = _item(client.page(pick["id"]))
+            except ObjectGone:
+                continue  # deleted or unshared: its documents leave with the listing
+            roots.append(pick["id"])
+        if source.config.get("include_children") and roots:
+            for page in self._descendants(client, set(roots) | set(items)):
+                items.setdefault(page["id"], _item(page))
+        # Search can lag behind Notion's edits: a known page missing from it is asked for directly, and kept
+        # while it exists under a page of this source.
+        for object_id in set(known) - set(items):
+            try:
+                page = client.page(object_id)
+            except ObjectGone:
+                continue
+            if _parent_id(page) in items or _parent_id(page) in roots:
+                items[object_id] = _item(page)
+        return list(items.values())
+
+    def _descendants(self, client: NotionClient, roots: set[str]) -> list[dict]:
+        """Pages below the roots (child pages, child databases' rows), from one complete walk of search."""
+        objects = [o for o in client.search_all() if not (o.get("archived") or o.get("in_trash"))]
+        children: dict[str, list[dict]] = {}
+        for obj in objects:
+            children.setdefault(_parent_id(obj), []).append(obj)
+        found: list[dict] = []
+        frontier, seen = list(roots), set(roots)
+        while frontier:
+            for child in children.get(frontier.pop(), []):
+                if child["id"] in seen:
+                    continue
+                seen.add(child["id"])
+                frontier.append(child["id"])
+                if child.get("object") == "page":
+                    found.append(child)
+        return found
+
+    def fetch(self, *, source: Source, connection: Connection, object_id: str) -> Fetched:
+        client = NotionClient(connection)
+        page = client.page(object_id)
+        item = _item(page)
+        return Fetched(
+            title=item.title, url=item.url, text=page_text(page, client.block_children), version=item.version
+        )

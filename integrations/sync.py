@@ -1,0 +1,268 @@
+"""Keeping a connected source in step with its provider: list what the source holds now, fetch only what
+changed, remove what is gone, on evidence.
+
+A connected kind (integrations/kind.py) answers two questions: `listing` (every object the source holds
+now, with a version such as Notion's last_edited_time or Drive's version) and `fetch` (one object's title,
+address and text). Everything else is here: documents for new objects, unchanged ones left alone (not
+re-embedded), changed ones fetched and indexed on the index queue (their chunks replaced in one
+transaction by ingestion.indexing), and objects no longer listed removed with their chunks. A listing
+raises on a 5xx or a time-out, so those never remove anything.
+
+Each step's fate, like a web page's (ingestion/pages.py): done, retried (transient, with backoff),
+requeued (rate-limited: no attempt spent), failed (with the reason), or the connection needs a reconnect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import traceback
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ingestion.indexing import source_refresh_status
+from ingestion.kinds.registry import get_kind
+from integrations.connections import mark_needs_reconnect, reconnect_message
+from integrations.errors import (
+    ObjectGone,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTransient,
+    ReconnectNeeded,
+)
+from integrations.models import Connection
+from retrieval.services import delete_chunk_vectors
+from sources.models import Chunk, Document, Source, Status
+from sources.tenancy import workspace_scope
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One object a source holds now, as its listing sees it."""
+
+    object_id: str
+    title: str
+    url: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Fetched:
+    title: str
+    url: str
+    text: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the task should do next: nothing, index the document, retry later, or requeue later."""
+
+    index: bool = False
+    retry_in: float | None = None
+    requeue_in: float | None = None
+    document_ids: tuple[int, ...] = ()
+
+
+def connection_of(source: Source) -> Connection | None:
+    return Connection.objects.filter(id=source.config.get("connection")).first()
+
+
+def _requeue_wait(exc: ProviderRateLimited) -> float:
+    return min(max(exc.retry_after_s, 0.1), settings.INTEGRATIONS_MAX_RETRY_AFTER)
+
+
+# --- a source: list, then fetch what changed ------------------------------------------------------------
+
+
+def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outcome:
+    with workspace_scope(source.workspace_id):
+        claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
+            status=Status.CRAWLING, error="", error_detail="", notice=""
+        )
+        if claimed != 1:
+            return Outcome()
+        kind = get_kind(source.kind)
+        connection = connection_of(source)
+        if connection is None or not connection.active:
+            return _source_needs_reconnect(source, connection)
+        known = dict(source.state.get("objects", {}))
+        try:
+            items = kind.listing(source=source, connection=connection, known=list(known))
+        except ReconnectNeeded as exc:
+            mark_needs_reconnect(connection=connection, message=exc.message, detail=exc.detail)
+            return Outcome()
+        except ProviderRateLimited as exc:
+            if requeues >= settings.INTEGRATIONS_MAX_RATE_LIMIT_REQUEUES:
+                return _source_failed(source, "The provider kept rate-limiting us; resync later.", exc.detail)
+            _source_waits(source, exc.message, exc.detail)
+            return Outcome(requeue_in=_requeue_wait(exc))
+        except ProviderTransient as exc:
+            backoff = settings.INTEGRATIONS_RETRY_BACKOFF
+            if attempt >= len(backoff):
+                return _source_failed(source, f"{exc.message} Its documents were kept.", exc.detail)
+            _source_waits(source, f"{exc.message} We'll retry automatically.", exc.detail)
+            return Outcome(retry_in=backoff[attempt])
+        except ProviderError as exc:
+            return _source_failed(source, exc.message, exc.detail)
+        except Exception:
+            log.exception("listing source %s failed", source.id)
+            return _source_failed(
+                source, "Something went wrong while listing this source.", traceback.format_exc()
+            )
+        if not items:
+            _apply_listing(source, [], known)
+            return _source_failed(
+                source,
+                "Nothing picked for this source is shared with Grounded anymore (deleted or unshared).",
+                "the listing is empty",
+            )
+        to_fetch = _apply_listing(source, items, known)
+        refresh_status(source_id=source.id)
+        return Outcome(document_ids=tuple(to_fetch))
+
+
+def _apply_listing(source: Source, items: list[Item], known: dict[str, int]) -> list[int]:
+    """Documents for the listed objects; the ids of those to fetch. Unlisted documents are removed."""
+    with transaction.atomic():
+        documents = {d.id: d for d in source.documents.all()}
+        objects: dict[str, int] = {}
+        to_fetch: list[int] = []
+        for item in items:
+            document = documents.get(known.get(item.object_id, -1))
+            if document is None:
+                document = Document.objects.create(
+                    source=source, url=item.url[:2000], title=item.title[:500] or item.url[:500]
+                )
+            objects[item.object_id] = document.id
+            unchanged = (
+                document.last_modified == item.version
+                and document.status == Status.DONE
+                and document.chunks.exists()
+            )
+            if unchanged:
+                continue
+            Document.objects.filter(id=document.id).update(status=Status.PENDING, error="", error_detail="")
+            to_fetch.append(document.id)
+        kept = set(objects.values())
+        for document_id in documents.keys() - kept:
+            document_remove(document=documents[document_id])
+        Source.objects.filter(id=source.id).update(
+            state={**source.state, "objects": objects, "listed_at": timezone.now().isoformat()},
+            pages_total=len(items),
+        )
+    return to_fetch
+
+
+def document_remove(*, document: Document) -> None:
+    """Gone upstream: the document and its chunks go, through the store first (vectors, keyword stats)."""
+    with transaction.atomic():
+        chunk_ids = [
+            str(i) for i in Chunk.objects.filter(document_id=document.id).values_list("id", flat=True)
+        ]
+        delete_chunk_vectors(workspace_id=document.workspace_id, chunk_ids=chunk_ids)
+        Document.objects.filter(id=document.id).delete()
+
+
+def _source_waits(source: Source, message: str, detail: str) -> None:
+    Source.objects.filter(id=source.id).update(
+        status=Status.PENDING, notice=message[:500], error_detail=detail
+    )
+
+
+def _source_failed(source: Source, message: str, detail: str) -> Outcome:
+    Source.objects.filter(id=source.id).update(status=Status.FAILED, error=message[:500], error_detail=detail)
+    return Outcome()
+
+
+def _source_needs_reconnect(source: Source, connection: Connection | None) -> Outcome:
+    message = (
+        reconnect_message(connection) if connection else "Connect the account again to sync this source."
+    )
+    detail = (
+        "the connection is gone"
+        if connection is None
+        else f"connection {connection.id} is {connection.status}"
+    )
+    return _source_failed(source, message, detail)
+
+
+# --- one document --------------------------------------------------------------------------------------
+
+
+def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) -> Outcome:
+    with workspace_scope(document.workspace_id):
+        claimed = Document.objects.filter(
+            id=document.id, status__in=[Status.PENDING, Status.CRAWLING]
+        ).update(status=Status.CRAWLING)
+        if claimed != 1:
+            return Outcome()
+        source = document.source
+        object_id = next((o for o, d in source.state.get("objects", {}).items() if d == document.id), None)
+        connection = connection_of(source)
+        if object_id is None:
+            return _document_failed(document, "This page is no longer part of the source.", "not listed")
+        if connection is None or not connection.active:
+            note = reconnect_message(connection) if connection else "Connect the account again."
+            return _document_failed(document, note, "connection inactive")
+        try:
+            fetched = get_kind(source.kind).fetch(source=source, connection=connection, object_id=object_id)
+        except ObjectGone:
+            document_remove(document=document)
+            return Outcome()
+        except ReconnectNeeded as exc:
+            mark_needs_reconnect(connection=connection, message=exc.message, detail=exc.detail)
+            return Outcome()
+        except ProviderRateLimited as exc:
+            if requeues >= settings.INTEGRATIONS_MAX_RATE_LIMIT_REQUEUES:
+                return _document_failed(
+                    document, "The provider kept rate-limiting us; resync later.", exc.detail
+                )
+            _note(document, exc.message, exc.detail, status=Status.PENDING)
+            return Outcome(requeue_in=_requeue_wait(exc))
+        except ProviderTransient as exc:
+            backoff = settings.INTEGRATIONS_RETRY_BACKOFF
+            if attempt >= len(backoff):
+                return _document_failed(document, exc.message, exc.detail)
+            _note(document, f"{exc.message} We'll retry automatically.", exc.detail, status=Status.PENDING)
+            return Outcome(retry_in=backoff[attempt])
+        except ProviderError as exc:
+            return _document_failed(document, exc.message, exc.detail)
+        content_hash = hashlib.sha256(fetched.text.encode()).hexdigest()
+        common = {
+            "title": (fetched.title or fetched.url)[:500],
+            "url": fetched.url[:2000],
+            "last_modified": fetched.version[:100],
+            "fetched_at": timezone.now(),
+            "error": "",
+            "error_detail": "",
+        }
+        if content_hash == document.content_hash and document.chunks.exists():
+            Document.objects.filter(id=document.id).update(status=Status.DONE, **common)
+            return Outcome()
+        if not fetched.text.strip():
+            return _document_failed(document, "This page has no text to index.", "empty after rendering")
+        Document.objects.filter(id=document.id).update(
+            status=Status.INDEXING, text=fetched.text, content_hash=content_hash, **common
+        )
+        return Outcome(index=True)
+
+
+def _note(document: Document, message: str, detail: str, *, status: str) -> None:
+    Document.objects.filter(id=document.id).update(status=status, error=message[:500], error_detail=detail)
+
+
+def _document_failed(document: Document, message: str, detail: str) -> Outcome:
+    _note(document, message, detail, status=Status.FAILED)
+    return Outcome()
+
+
+def refresh_status(*, source_id: int) -> None:
+    """The source's counters and status from its documents (a source whose connection needs a reconnect
+    keeps saying so: the kind's `settle`)."""
+    source_refresh_status(source_id=source_id)

@@ -1,0 +1,268 @@
+"""A fake Google (OAuth 2 and Drive API v3) on 127.0.0.1, with payloads shaped like Google documents them:
+the consent page, /token (authorization_code with PKCE S256, refresh_token, invalid_grant), /revoke,
+drive/v3 about, files.list (its `q` language for the clauses the connector sends, `nextPageToken`),
+files.get, files.export as text/plain. Faults: `fail_next` (503), `quota_next` (403 userRateLimitExceeded),
+`expire_tokens()` (every access token answers 401 until refreshed)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+import secrets
+import threading
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from tests.fakes.provider_http import Answer, Request
+
+CLIENT_ID = "google-test-client.apps.googleusercontent.com"
+CLIENT_SECRET = "google-test-secret"
+DOC = "application/vnd.google-apps.document"
+FOLDER = "application/vnd.google-apps.folder"
+
+
+def _error(code: int, reason: str, message: str, status: str) -> dict:
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "errors": [{"message": message, "domain": "global", "reason": reason}],
+            "status": status,
+        }
+    }
+
+
+@dataclass
+class FakeGoogle:
+    base_url: str = ""
+    page_size: int = 2
+    files: dict[str, dict] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    access_tokens: set[str] = field(default_factory=set)
+    refresh_tokens: set[str] = field(default_factory=set)
+    codes: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (redirect_uri, challenge)
+    refreshed: int = 0
+    fail_next: int = 0
+    quota_next: int = 0
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    clock: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self) -> None:
+        for store in (self.files, self.texts, self.codes):
+            store.clear()
+        self.access_tokens.clear()
+        self.refresh_tokens.clear()
+        self.requests.clear()
+        self.refreshed = self.fail_next = self.quota_next = 0
+
+    # --- building a Drive ---------------------------------------------------------------------------
+
+    def _stamp(self) -> str:
+        self.clock += 1
+        return f"2026-03-01T10:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
+
+    def add_folder(self, name: str) -> str:
+        folder_id = "fo" + secrets.token_hex(8)
+        self.files[folder_id] = {
+            "kind": "drive#file",
+            "id": folder_id,
+            "name": name,
+            "mimeType": FOLDER,
+            "modifiedTime": self._stamp(),
+            "version": "1",
+            "webViewLink": f"https://drive.google.com/drive/folders/{folder_id}",
+            "parents": ["root"],
+            "trashed": False,
+        }
+        return folder_id
+
+    def add_doc(self, name: str, text: str, *, folder: str = "root") -> str:
+        doc_id = "1" + secrets.token_hex(12)
+        self.files[doc_id] = {
+            "kind": "drive#file",
+            "id": doc_id,
+            "name": name,
+            "mimeType": DOC,
+            "modifiedTime": self._stamp(),
+            "version": "3",
+            "webViewLink": f"https://docs.google.com/document/d/{doc_id}/edit?usp=drivesdk",
+            "parents": [folder],
+            "trashed": False,
+        }
+        self.texts[doc_id] = text
+        return doc_id
+
+    def edit_doc(self, doc_id: str, text: str) -> None:
+        self.texts[doc_id] = text
+        found = self.files[doc_id]
+        found.update(modifiedTime=self._stamp(), version=str(int(found["version"]) + 1))
+
+    def issue_tokens(self) -> tuple[str, str]:
+        access, refresh = "ya29." + secrets.token_urlsafe(16), "1//" + secrets.token_urlsafe(16)
+        self.access_tokens.add(access)
+        self.refresh_tokens.add(refresh)
+        return access, refresh
+
+    def expire_tokens(self) -> None:
+        self.access_tokens.clear()
+
+    # --- the API --------------------------------------------------------------------------------------
+
+    def route(self, request: Request) -> Answer:
+        with self.lock:
+            self.requests.append((request.method, request.path))
+            if request.path == "/o/oauth2/v2/auth":
+                return self._consent(request)
+            if request.path == "/token":
+                return self._token(request.form())
+            if request.path == "/revoke":
+                token = request.form().get("token", "")
+                self.refresh_tokens.discard(token)
+                self.access_tokens.discard(token)
+                return Answer(200, {})
+            if self.fail_next:
+                self.fail_next -= 1
+                return Answer(503, _error(503, "backendError", "Backend Error", "UNAVAILABLE"))
+            if self.quota_next:
+                self.quota_next -= 1
+                return Answer(
+                    403,
+                    _error(403, "userRateLimitExceeded", "User Rate Limit Exceeded", "PERMISSION_DENIED"),
+                    {"Retry-After": "1"},
+                )
+            token = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if token not in self.access_tokens:
+                return Answer(
+                    401,
+                    _error(
+                        401, "authError", "Request had invalid authentication credentials.", "UNAUTHENTICATED"
+                    ),
+                )
+            return self._drive(request)
+
+    def _drive(self, request: Request) -> Answer:
+        parts = request.path.strip("/").split("/")
+        if request.path == "/drive/v3/about":
+            return Answer(
+                200,
+                {
+                    "user": {
+                        "kind": "drive#user",
+                        "displayName": "Ada Admin",
+                        "emailAddress": "ada@acme.test",
+                        "permissionId": "0471-ada",
+                        "me": True,
+                    }
+                },
+            )
+        if request.path == "/drive/v3/files":
+            matches = [f for f in self.files.values() if _matches(f, request.query.get("q", ""))]
+            start = int(request.query.get("pageToken") or 0)
+            page = matches[start : start + self.page_size]
+            body: dict = {"kind": "drive#fileList", "incompleteSearch": False, "files": page}
+            if start + self.page_size < len(matches):
+                body["nextPageToken"] = str(start + self.page_size)
+            return Answer(200, body)
+        if len(parts) >= 4 and parts[:3] == ["drive", "v3", "files"]:
+            found = self.files.get(parts[3])
+            if found is None:
+                message = f"File not found: {parts[3]}."
+                return Answer(404, _error(404, "notFound", message, "NOT_FOUND"))
+            if len(parts) == 5 and parts[4] == "export":
+                if request.query.get("mimeType") != "text/plain":
+                    return Answer(400, _error(400, "badRequest", "Unsupported export", "INVALID_ARGUMENT"))
+                body = ("\ufeff" + self.texts[found["id"]].replace("\n", "\r\n")).encode()
+                return Answer(200, body, {"Content-Type": "text/plain; charset=utf-8"})
+            return Answer(200, found)
+        return Answer(404, _error(404, "notFound", "Not Found", "NOT_FOUND"))
+
+    # --- OAuth --------------------------------------------------------------------------------------------
+
+    def _consent(self, request: Request) -> Answer:
+        q = request.query
+        code = secrets.token_urlsafe(12)
+        self.codes[code] = (q["redirect_uri"], q.get("code_challenge", ""))
+        allow = (
+            q["redirect_uri"]
+            + "?"
+            + urlencode({"state": q["state"], "code": code, "scope": q.get("scope", "")})
+        )
+        deny = q["redirect_uri"] + "?" + urlencode({"state": q["state"], "error": "access_denied"})
+        page = (
+            "<!doctype html><title>Sign in - Google Accounts</title>"
+            "<h1>Grounded wants to access your Google Account</h1>"
+            f"<p>{html.escape(q.get('scope', ''))}</p>"
+            f'<a id="allow" href="{html.escape(allow)}">Allow</a> '
+            f'<a id="deny" href="{html.escape(deny)}">Cancel</a>'
+        )
+        return Answer(200, page)
+
+    def _token(self, form: dict[str, str]) -> Answer:
+        if (form.get("client_id"), form.get("client_secret")) != (CLIENT_ID, CLIENT_SECRET):
+            return Answer(401, {"error": "invalid_client", "error_description": "Unauthorized"})
+        invalid = Answer(
+            400, {"error": "invalid_grant", "error_description": "Token has been expired or revoked."}
+        )
+        if form.get("grant_type") == "authorization_code":
+            redirect_uri, challenge = self.codes.pop(form.get("code", ""), ("", ""))
+            verifier = form.get("code_verifier", "")
+            computed = (
+                base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            )
+            if not redirect_uri or redirect_uri != form.get("redirect_uri") or computed != challenge:
+                return Answer(400, {"error": "invalid_grant", "error_description": "Bad Request"})
+            access, refresh = self.issue_tokens()
+            return Answer(
+                200,
+                {
+                    "access_token": access,
+                    "expires_in": 3599,
+                    "refresh_token": refresh,
+                    "scope": "https://www.googleapis.com/auth/drive.readonly",
+                    "token_type": "Bearer",
+                },
+            )
+        if form.get("grant_type") == "refresh_token":
+            if form.get("refresh_token") not in self.refresh_tokens:
+                return invalid
+            self.refreshed += 1
+            access = "ya29." + secrets.token_urlsafe(16)
+            self.access_tokens.add(access)
+            return Answer(
+                200,
+                {
+                    "access_token": access,
+                    "expires_in": 3599,
+                    "scope": "https://www.googleapis.com/auth/drive.readonly",
+                    "token_type": "Bearer",
+                },
+            )
+        return Answer(400, {"error": "unsupported_grant_type"})
+
+
+def _literals(clause: str) -> list[str]:
+    return [m.replace("\\'", "'") for m in re.findall(r"'((?:[^'\\]|\\.)*)'", clause)]
+
+
+def _matches(found: dict, query: str) -> bool:
+    """The clauses the connector sends, joined by `and`: `'X' in parents`, `mimeType = 'M'` (or a
+    parenthesised `or` of them), `trashed = false`, `name contains 'N'`."""
+    for clause in re.split(r"\s+and\s+", query.strip()) if query.strip() else []:
+        if " in parents" in clause:
+            if _literals(clause)[0] not in found["parents"]:
+                return False
+        elif clause.startswith("(") or clause.startswith("mimeType"):
+            if found["mimeType"] not in _literals(clause):
+                return False
+        elif clause.startswith("trashed"):
+            if found["trashed"] != (clause.split("=")[1].strip() == "true"):
+                return False
+        elif clause.startswith("name contains"):
+            if _literals(clause)[0].lower() not in found["name"].lower():
+                return False
+        else:
+            raise AssertionError(f"the fake does not understand {clause!r}")
+    return True
