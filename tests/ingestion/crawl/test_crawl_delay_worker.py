@@ -9,7 +9,7 @@ import pytest
 
 from tests.factories import wait_for
 from tests.ingestion.crawl.servers import Reply, send, serving
-from tests.ingestion.crawl.test_crawl_worker import add_source, finished
+from tests.ingestion.test_pages import add_source, finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
