@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils import timezone
 
 from agents import gate, prompts
+from agents.answer import ExtractiveAnswer, extractive_answer
+from agents.answer.condense import condense, rewrite_with_model
 from agents.llm.base import ChatModel, LLMError, TextDelta, ToolCall
-from agents.llm.local import extractive_answer
 from agents.llm.openai import OpenAIChatModel
 from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
@@ -60,6 +61,7 @@ class TurnContext:
     user_text: str
     audiences: list[str]
     show_hits: bool
+    answerer: Callable[[str, list[NumberedPassage]], ExtractiveAnswer] = extractive_answer
     numbered: list[NumberedPassage] = field(default_factory=list)
     searches: list[list[Passage]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=lambda: {"grounded": True})
@@ -132,19 +134,27 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
 
 
 def run_turn(
-    *, agent: Agent, conversation: Conversation, user_text: str, audiences: list[str], show_hits: bool = False
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    user_text: str,
+    audiences: list[str],
+    show_hits: bool = False,
+    answerer: Callable[[str, list[NumberedPassage]], ExtractiveAnswer] = extractive_answer,
 ) -> Iterator[dict[str, Any]]:
-    """Answer one user message. `audiences` and `show_hits` come from server-side decisions only."""
+    """Answer one user message. `audiences` and `show_hits` come from server-side decisions only;
+    `answerer` is the built-in answerer used when no model is configured (evaluation compares two)."""
     with workspace_scope(agent.workspace_id):
-        turn = TurnContext(agent, conversation, user_text, audiences, show_hits)
+        turn = TurnContext(agent, conversation, user_text, audiences, show_hits, answerer)
         history = _history(conversation)
+        previous_query = _previous_query(conversation)
         Message.objects.create(conversation=conversation, role=Message.Role.USER, content=user_text)
         model = chat_model_for(agent)
         try:
             if agent.retrieval_mode == Agent.RetrievalMode.TOOL and model is not None:
-                answer = yield from _tool_mode(turn, model, history)
+                answer = yield from _tool_mode(turn, model, history, previous_query)
             else:
-                answer = yield from _inject_mode(turn, model, history)
+                answer = yield from _inject_mode(turn, model, history, previous_query)
         except InvalidFilter as exc:
             yield _error(turn, "This question could not be searched safely.", str(exc))
             return
@@ -169,18 +179,25 @@ def run_turn(
         }
 
 
-def _inject_mode(turn: TurnContext, model: ChatModel | None, history: list[dict]) -> Iterator[dict]:
-    passages = yield from _search(turn, turn.user_text)
+def _inject_mode(
+    turn: TurnContext, model: ChatModel | None, history: list[dict], previous_query: str | None
+) -> Iterator[dict]:
+    query = _standalone_question(turn, model, history, previous_query)
+    passages = yield from _search(turn, query)
     if turn.metadata.get("grounded") is False and turn.agent.gate_enabled:
         # Retrieval is down and the agent must stay on topic: refuse rather than answer ungrounded.
         return (yield from _emit_text(gate.refusal(turn.agent, turn.user_text, model)))
     if not gate.is_backed(turn.agent, turn.searches):
-        turn.metadata["offtopic"] = True
+        turn.metadata.update(offtopic=True, grounded=False)
         return (yield from _emit_text(gate.refusal(turn.agent, turn.user_text, model)))
     turn.numbered = prompts.number_passages(passages, turn.agent.context_budget)
     if model is None:
-        answer = extractive_answer(turn.user_text, turn.numbered)
+        answer = turn.answerer(query, turn.numbered)
         turn.metadata["answerer"] = "extractive"
+        if not answer.cited:
+            # Nothing in the passages answers it: no sources, and not presented as grounded.
+            turn.numbered = []
+            turn.metadata["grounded"] = False
         return (yield from _emit_text(answer.text))
     system = prompts.build_system_prompt(turn.agent.system_prompt, turn.agent.context_template, turn.numbered)
     messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": turn.user_text}]
@@ -193,11 +210,13 @@ def _inject_mode(turn: TurnContext, model: ChatModel | None, history: list[dict]
     return "".join(parts)
 
 
-def _tool_mode(turn: TurnContext, model: ChatModel, history: list[dict]) -> Iterator[dict]:
-    # The gate may pass on the user's message alone; otherwise the model's own searches must back it,
-    # and until they do its text is held back.
+def _tool_mode(
+    turn: TurnContext, model: ChatModel, history: list[dict], previous_query: str | None
+) -> Iterator[dict]:
+    # The gate may pass on the user's message alone (a follow-up with its topic added); otherwise the
+    # model's own searches must back it, and until they do its text is held back.
     if turn.agent.gate_enabled:
-        yield from _search(turn, turn.user_text, record=False)
+        yield from _search(turn, condense(turn.user_text, previous_query), record=False)
     backed = gate.is_backed(turn.agent, turn.searches)
     system = prompts.build_system_prompt(turn.agent.system_prompt, "", None)
     messages: list[dict] = [
@@ -222,7 +241,7 @@ def _tool_mode(turn: TurnContext, model: ChatModel, history: list[dict]) -> Iter
                 text.append(event.text)
         if not calls:
             if not backed:
-                turn.metadata["offtopic"] = True
+                turn.metadata.update(offtopic=True, grounded=False)
                 return (yield from _emit_text(gate.refusal(turn.agent, turn.user_text, model)))
             return "".join(text)
         messages.append(
@@ -254,6 +273,28 @@ def _tool_mode(turn: TurnContext, model: ChatModel, history: list[dict]) -> Iter
             )
         backed = backed or gate.is_backed(turn.agent, turn.searches)
     return "".join(held) if backed else turn.agent.offtopic_reply
+
+
+def _standalone_question(
+    turn: TurnContext, model: ChatModel | None, history: list[dict], previous_query: str | None
+) -> str:
+    """The question as a search can understand it: a follow-up gets its topic from the conversation,
+    written by the model when there is one, else by the deterministic rules of agents.answer.condense."""
+    if not history:
+        return turn.user_text
+    if model is not None:
+        try:
+            query = rewrite_with_model(model, turn.user_text, history)
+            turn.metadata["condensed_by"] = "model"
+            return query
+        except LLMError as exc:
+            # The rules below still give a usable query; the failure is recorded, not hidden.
+            log.warning("question rewrite failed for agent %s: %s", turn.agent.id, exc.detail)
+            turn.metadata["condense_error"] = exc.message
+    query = condense(turn.user_text, previous_query)
+    if query != turn.user_text:
+        turn.metadata["condensed_by"] = "rules"
+    return query
 
 
 def agent_search_params(agent: Agent, audiences: list[str]) -> SearchParams:
@@ -349,6 +390,17 @@ def _sources(turn: TurnContext, answer: str) -> list[dict]:
 
 def _link(passage: Passage) -> str | None:
     return passage.url if passage.source_kind in URL_KINDS and passage.url else None
+
+
+def _previous_query(conversation: Conversation) -> str | None:
+    """The search query of the conversation's last turn (already condensed), which a follow-up builds on."""
+    last = (
+        conversation.messages.filter(role=Message.Role.TOOL, tool_name="search_knowledge")
+        .order_by("-created_at", "-id")
+        .values_list("tool_arguments", flat=True)
+        .first()
+    )
+    return str(last.get("query") or "") or None if isinstance(last, dict) else None
 
 
 def _history(conversation: Conversation) -> list[dict]:
