@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.answer.select import render, select
+from agents.answer.select import choose, render
 from agents.prompts import NumberedPassage
 
 NOTHING_FOUND = "I couldn't find anything about that in the knowledge I have."
@@ -22,7 +22,7 @@ class ExtractiveAnswer:
 
 
 def extractive_answer(question: str, numbered: list[NumberedPassage]) -> ExtractiveAnswer:
-    selections = select(question, numbered)
+    selections = choose(question, numbered)
     if not selections:
         return ExtractiveAnswer(NOTHING_FOUND, [])
     titles = {item.number: item.passage.document_title or item.passage.source_title for item in numbered}

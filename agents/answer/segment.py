@@ -19,10 +19,12 @@ PROSE, ITEM, ROW, HEADING, CODE = "prose", "item", "row", "heading", "code"
 
 _ITEM = re.compile(r"^\s*(?:[-*•+\u25aa\u2013]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+\S")
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•+\u25aa\u2013]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
-_MARKDOWN_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
+_MARKDOWN_HEADING = re.compile(r"^\s*#{1,6}\s+[^\sa-z]")  # "# equivalent to ..." is a code comment
 _ROW = re.compile(r"^\s*\|.*\|\s*$|^[^|]+(?:\s\|\s[^|]*){2,}$|^[^\t]+(?:\t[^\t]*){2,}$")
 _CODE_START = re.compile(
-    r"^(?:\s{4,}|\t|\$ |> |>>> |\.\.\. |#!|@\w|(?:from|import|def|class|return|if|for|with|async)\s+[\w.(]|"
+    r"^(?:\s{4,}|\t|\$ |> |>>> |\.\.\. |#!|#+\s+[a-z]|@\w|"
+    r"(?:async\s+)?(?:def|class)\s+\w+.*:\s*$|from\s+[\w.]+\s+import\s|import\s+[\w.]+(?:\s*,\s*[\w.]+)*\s*$|"
+    r"return\s*$|return\s+[\w.]+\(|(?:if|elif|for|while|with)\s[^:]{0,60}[=(.\[<>][^:]*:\s*$|(?:try|else|finally):\s*$|"
     r"[{}\[\]()]\s*$|</?\w+[^>]*>\s*$|\w+(?:\.\w+)*\s*(?:\[[^\]]*\])?\s*[-+*/|]?=\s*\S)"
 )
 _CODE_END = re.compile(r"(?:[({\[,;]|\)|\]|\}|:\s*\w*\))\s*$")
@@ -44,6 +46,15 @@ class Unit:
     kind: str
     block: int
     heading: str
+
+
+# Chunking may have glued a line to the sentence before it ("... config key. - DEBUG"): a list item or a
+# table row starting right after a sentence end starts a line of its own.
+_GLUED_LINE = re.compile(r"(?<=[.!?:])[\"'\u2019\u201d)\]]?\s+(?=(?:[-*\u2022]|\d{1,2}[.)])\s+\S|\|\s)")
+_LAST_SENTENCE_END = re.compile(r".*[.!?][\"'\u2019\u201d)\]]*\s+")
+# pysbd ends a sentence at " .html" or " .env"; a dot that starts a word is protected while it works.
+_LEADING_DOT = re.compile(r"(?<!\S)\.(?=\w)")
+_DOT_STANDIN = "\ue000"
 
 
 @lru_cache(maxsize=1)
@@ -72,7 +83,12 @@ def _looks_like_code(line: str) -> bool:
         # One token: a call or a dotted path is code; a word is prose (or a heading).
         return bool(re.search(r"[()=\[\]{};]|__\w+__", stripped))
     symbols = sum(1 for ch in stripped if ch in "(){}[]=<>;:_'\"/\\$#@`|*")
-    return symbols / len(stripped) > 0.18 and bool(_CODE_END.search(stripped))
+    if symbols / len(stripped) > 0.18 and _CODE_END.search(stripped):
+        return True
+    # Program output such as "TCP 127.0.0.1:5000 0.0.0.0:0 LISTENING 6847": mostly numbers and addresses.
+    tokens = stripped.split()
+    numeric = sum(1 for t in tokens if re.search(r"\d", t) and not t.isalpha())
+    return len(tokens) >= 3 and numeric / len(tokens) > 0.5 and not _SENTENCE_END.search(stripped)
 
 
 def _is_heading_shape(line: str) -> bool:
@@ -86,7 +102,7 @@ def _is_heading_shape(line: str) -> bool:
 
 
 def _continues(previous: str, line: str) -> bool:
-    """Whether `line` is the wrapped continuation of the prose or item text `previous`."""
+    """Whether `line` is the wrapped continuation of `previous`, the last line of a prose or item block."""
     first = line.lstrip()[:1]
     if first.islower() or first in "(,;":
         return True
@@ -97,19 +113,49 @@ def _continues(previous: str, line: str) -> bool:
     return tail.endswith((",", ";", "-", "—")) or last_word in _CONNECTIVES or len(tail) >= 60
 
 
+def _lines(text: str) -> list[str]:
+    """The text's lines, with glued list items, table rows and headings put back on lines of their own."""
+    lines: list[str] = []
+    raw = [part for line in text.replace("\r\n", "\n").split("\n") for part in _GLUED_LINE.split(line)]
+    for index, line in enumerate(raw):
+        following = next((r for r in raw[index + 1 :] if r.strip()), "")
+        head = _LAST_SENTENCE_END.match(line)
+        tail = line[head.end() :].strip() if head else ""
+        # "... 3rd party tools. Error Logging Tools" followed by a new paragraph: a glued heading.
+        if (
+            tail
+            and line_kind(line) == PROSE
+            and _is_heading_shape(tail)
+            and _title_case(tail)
+            and following.lstrip()[:1].isupper()
+        ):
+            lines.extend([line[: head.end()].rstrip(), tail])
+        else:
+            lines.append(line.rstrip())
+    return lines
+
+
+def _title_case(text: str) -> bool:
+    words = [w for w in text.split() if w.lower() not in _CONNECTIVES]
+    return bool(words) and sum(w[0].isupper() or w[0].isdigit() for w in words) >= 0.6 * len(words)
+
+
 def blocks(text: str) -> list[tuple[str, str]]:
     """(kind, text) blocks in reading order; wrapped prose lines joined, headings recognised."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    lines = _lines(text)
     result: list[list[str]] = []  # [kind, text]
     open_block = False  # whether the last block may still take continuation lines
+    last_line = ""
     for index, line in enumerate(lines):
         if not line.strip():
             open_block = False
             continue
         kind = line_kind(line)
-        if kind == PROSE and open_block and _continues(result[-1][1], line):
+        if kind == PROSE and open_block and _continues(last_line, line):
             result[-1][1] = f"{result[-1][1]} {line.strip()}"
+            last_line = line
             continue
+        last_line = line
         if kind == PROSE and _is_heading_shape(line.strip()) and _heading_context(lines, index, result):
             kind = HEADING
         text_part = line.strip()
@@ -136,10 +182,10 @@ def _closed(text: str) -> bool:
 
 def sentences(text: str) -> list[str]:
     """pysbd's sentences of one paragraph, trimmed; an empty text gives none."""
-    text = " ".join(text.split())
+    text = _LEADING_DOT.sub(_DOT_STANDIN, " ".join(text.split()))
     if not text:
         return []
-    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+    return [s.strip().replace(_DOT_STANDIN, ".") for s in _segmenter().segment(text) if s.strip()]
 
 
 def segment(text: str) -> list[Unit]:

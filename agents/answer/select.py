@@ -24,21 +24,26 @@ from agents.prompts import NumberedPassage
 from config.backends import embedders
 from retrieval.keyword import tokenize
 
-MAX_UNITS = 3  # units chosen on their own merit; completion may add a few more
+MAX_UNITS = 4  # units chosen on their own merit; completion may add a few more
 MAX_ANSWER_CHARS = 900
 MIN_SIMILARITY = 0.35  # a unit must be relevant on its own ...
 MIN_OVERLAP = 0.5  # ... or carry half of the question's terms
-RELATIVE_CUTOFF = 0.85  # further units must score close to the best one
-PASSAGE_CUTOFF = 0.6  # passages scoring below this share of the best passage are not used
+RELATIVE_CUTOFF = 0.8  # further units must score close to the best one
+PASSAGE_CUTOFF = 0.5  # passages scoring below this share of the best passage are not used
 OVERLAP_WEIGHT = 0.3
 PASSAGE_WEIGHT = 0.1
 MIN_UNIT_CHARS = 8
+REDUNDANCY_WEIGHT = 0.2
 
 _TRAILER = re.compile(
     r"^(?:defaults?(?:\s+(?:to|value|is))?|default value|type|values?|units?|range|required|optional)\b",
     re.IGNORECASE,
 )
 _ANAPHOR = re.compile(r"^(?:this|it|its|they|these|that|those|such|there|here|he|she|both|either)\b", re.I)
+# The next sentence carries on from this one ("To counter this attack, ...", "To disable the service, ...").
+_CARRIES_ON = re.compile(r"^(?:to|in order to)\s+\w+\s+(?:this|that|these|those|it|them|the)\b", re.I)
+# A sentence about code shown just before it ("The code above ...", "This example ...").
+_POINTS_BACK = re.compile(r"\b(?:above|previous example|this (?:code|example|snippet))\b", re.I)
 _SENTENCE_END = re.compile(r"[.!?…:][\"'\u2019\u201d)\]]*$")
 LEAD_IN_UNITS = 8
 LEAD_IN_CHARS = 600
@@ -71,16 +76,21 @@ def usable_passages(numbered: list[NumberedPassage]) -> list[NumberedPassage]:
     return [item for item in numbered if item.passage.score >= PASSAGE_CUTOFF * best]
 
 
-def select(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
+def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
     """The passages' units that answer `question`, grouped by passage; empty when nothing does."""
     passages = usable_passages(numbered)
     units_by_number = {item.number: segment(item.passage.text) for item in passages}
-    candidates = [
-        Candidate(item.number, index, unit, _with_term(units_by_number[item.number], index))
-        for item in passages
-        for index, unit in enumerate(units_by_number[item.number])
-        if unit.kind != HEADING and len(unit.text) >= MIN_UNIT_CHARS and not is_instruction(unit.text)
-    ]
+    candidates = []
+    seen: set[str] = set()  # passages overlap, so one sentence may come twice
+    for item in passages:
+        units = units_by_number[item.number]
+        for index, unit in enumerate(units):
+            key = " ".join(unit.text.lower().split())
+            if unit.kind == HEADING or len(unit.text) < MIN_UNIT_CHARS or key in seen:
+                continue
+            seen.add(key)
+            if not is_instruction(unit.text):
+                candidates.append(Candidate(item.number, index, unit, _in_context(units, index)))
     if not candidates:
         return []
     vectors = embedders["default"].embed_documents([question] + [c.context for c in candidates])
@@ -100,11 +110,12 @@ def select(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
         + PASSAGE_WEIGHT * np.array([passage_share[c.number] for c in candidates])
     )
     cutoff = RELATIVE_CUTOFF * float(scores.max())
-    chosen = [
-        i
-        for i in np.argsort(-scores)[:MAX_UNITS]
+    eligible = [
+        int(i)
+        for i in np.argsort(-scores)
         if (similarity[i] >= MIN_SIMILARITY or overlap[i] >= MIN_OVERLAP) and scores[i] >= cutoff
     ]
+    chosen = _diverse(eligible, scores, vectors[1:])
     picked: dict[int, set[int]] = {}
     for i in chosen:
         candidate = candidates[i]
@@ -120,6 +131,23 @@ def select(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
     return selections
 
 
+def _diverse(eligible: list[int], scores: np.ndarray, vectors: np.ndarray) -> list[int]:
+    """Up to MAX_UNITS of the eligible units, each time the best one after a penalty for resembling one
+    already chosen (maximal marginal relevance): four wordings of one sentence tell the reader nothing new."""
+    chosen: list[int] = []
+    remaining = list(eligible)
+    while remaining and len(chosen) < MAX_UNITS:
+        if chosen:
+            resemblance = (vectors[remaining] @ vectors[chosen].T).max(axis=1)
+            adjusted = scores[remaining] - REDUNDANCY_WEIGHT * resemblance
+        else:
+            adjusted = scores[remaining]
+        best = remaining[int(np.argmax(adjusted))]
+        chosen.append(best)
+        remaining.remove(best)
+    return chosen
+
+
 def complete(units: list[Unit], index: int) -> list[int]:
     """The unit at `index` and the neighbours that complete its fact."""
     unit = units[index]
@@ -129,6 +157,16 @@ def complete(units: list[Unit], index: int) -> list[int]:
         chosen.append(term)
     if _ANAPHOR.match(unit.text) and index > 0 and units[index - 1].block == unit.block:
         chosen.append(index - 1)
+    if _POINTS_BACK.search(unit.text):
+        chosen.extend(_code_before(units, index))
+    following = units[index + 1] if index + 1 < len(units) else None
+    if following is not None and following.kind != HEADING:
+        if unit.text.rstrip().endswith("?"):
+            chosen.append(index + 1)  # a question in the page: its answer follows
+        elif following.block == unit.block and _CARRIES_ON.match(following.text):
+            chosen.append(index + 1)
+    if unit.kind == CODE:
+        chosen.extend(_code_run(units, index))
     if unit.kind == ROW:
         chosen.extend(_table_header(units, index))
     if unit.text.rstrip().endswith(":"):
@@ -139,9 +177,28 @@ def complete(units: list[Unit], index: int) -> list[int]:
     return sorted(set(chosen))
 
 
-def _with_term(units: list[Unit], index: int) -> str:
+def _in_context(units: list[Unit], index: int) -> str:
+    """What is embedded and matched for a unit: its section heading, its definition term, and for a
+    sentence that points back ("It should be 16 x 16 pixels") the sentence it points to."""
+    unit = units[index]
+    parts = [unit.heading] if unit.heading else []
+    if unit.kind == ROW:
+        parts.extend(units[i].text for i in _table_header(units, index, with_lead_in=True))
     term = _term_index(units, index)
-    return f"{units[term].text}: {units[index].text}" if term is not None else units[index].text
+    if term is not None:
+        parts.append(units[term].text)
+    if _ANAPHOR.match(unit.text) and index > 0 and units[index - 1].block == unit.block:
+        parts.append(units[index - 1].text)
+    return ": ".join([*parts, unit.text]) if parts else unit.text
+
+
+def _code_before(units: list[Unit], index: int) -> list[int]:
+    taken: list[int] = []
+    for earlier in range(index - 1, max(-1, index - 1 - LEAD_IN_UNITS), -1):
+        if units[earlier].kind != CODE:
+            break
+        taken.insert(0, earlier)
+    return taken
 
 
 def _term_index(units: list[Unit], index: int) -> int | None:
@@ -188,11 +245,26 @@ def _announced(units: list[Unit], index: int) -> list[int]:
     return taken
 
 
-def _table_header(units: list[Unit], index: int) -> list[int]:
+def _table_header(units: list[Unit], index: int, *, with_lead_in: bool = False) -> list[int]:
+    """The table's first row (its header) and, if asked, the sentence introducing the table."""
     first = index
     while first > 0 and units[first - 1].kind == ROW:
         first -= 1
-    return [first] if first != index else []
+    header = [first] if first != index else []
+    if with_lead_in and first > 0 and units[first - 1].kind in (PROSE, ITEM):
+        return [first - 1, *header]
+    return header
+
+
+def _code_run(units: list[Unit], index: int) -> list[int]:
+    """The code lines around a chosen one: a single line of a snippet rarely stands alone."""
+    first = index
+    while first > 0 and units[first - 1].kind == CODE and index - first < LEAD_IN_UNITS:
+        first -= 1
+    last = index
+    while last + 1 < len(units) and units[last + 1].kind == CODE and last - first < LEAD_IN_UNITS:
+        last += 1
+    return list(range(first, last + 1))
 
 
 def _within_budget(units: list[Unit], indexes: list[int]) -> list[int]:
