@@ -58,7 +58,9 @@ def contains_fact(answer: str, fact: str) -> bool:
 
 def site_pages(site: Path) -> list[Path]:
     """The site's HTML pages, without Sphinx's build folders (_static, _sources, _images)."""
-    return sorted(p for p in site.rglob("*.html") if not any(part.startswith("_") for part in p.parts))
+    return sorted(
+        p for p in site.rglob("*.html") if not any(part.startswith("_") for part in p.relative_to(site).parts)
+    )
 
 
 def index_site(site: Path, log: Callable[[str], None]) -> Workspace:
