@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from agents import gate, prompts
 from agents.answer import ExtractiveAnswer, extractive_answer
-from agents.answer.condense import condense, rewrite_with_model
+from agents.answer.condense import condense, last_search_query, standalone_question
 from agents.llm.base import ChatModel, LLMError, TextDelta, ToolCall
 from agents.llm.openai import OpenAIChatModel
 from agents.models import Agent, Conversation, Message
@@ -147,7 +147,7 @@ def run_turn(
     with workspace_scope(agent.workspace_id):
         turn = TurnContext(agent, conversation, user_text, audiences, show_hits, answerer)
         history = _history(conversation)
-        previous_query = _previous_query(conversation)
+        previous_query = last_search_query(conversation)
         Message.objects.create(conversation=conversation, role=Message.Role.USER, content=user_text)
         model = chat_model_for(agent)
         try:
@@ -182,7 +182,8 @@ def run_turn(
 def _inject_mode(
     turn: TurnContext, model: ChatModel | None, history: list[dict], previous_query: str | None
 ) -> Iterator[dict]:
-    query = _standalone_question(turn, model, history, previous_query)
+    query, condensed = standalone_question(turn.user_text, model, history, previous_query)
+    turn.metadata.update(condensed)
     passages = yield from _search(turn, query)
     if turn.metadata.get("grounded") is False and turn.agent.gate_enabled:
         # Retrieval is down and the agent must stay on topic: refuse rather than answer ungrounded.
@@ -273,28 +274,6 @@ def _tool_mode(
             )
         backed = backed or gate.is_backed(turn.agent, turn.searches)
     return "".join(held) if backed else turn.agent.offtopic_reply
-
-
-def _standalone_question(
-    turn: TurnContext, model: ChatModel | None, history: list[dict], previous_query: str | None
-) -> str:
-    """The question as a search can understand it: a follow-up gets its topic from the conversation,
-    written by the model when there is one, else by the deterministic rules of agents.answer.condense."""
-    if not history:
-        return turn.user_text
-    if model is not None:
-        try:
-            query = rewrite_with_model(model, turn.user_text, history)
-            turn.metadata["condensed_by"] = "model"
-            return query
-        except LLMError as exc:
-            # The rules below still give a usable query; the failure is recorded, not hidden.
-            log.warning("question rewrite failed for agent %s: %s", turn.agent.id, exc.detail)
-            turn.metadata["condense_error"] = exc.message
-    query = condense(turn.user_text, previous_query)
-    if query != turn.user_text:
-        turn.metadata["condensed_by"] = "rules"
-    return query
 
 
 def agent_search_params(agent: Agent, audiences: list[str]) -> SearchParams:
@@ -390,17 +369,6 @@ def _sources(turn: TurnContext, answer: str) -> list[dict]:
 
 def _link(passage: Passage) -> str | None:
     return passage.url if passage.source_kind in URL_KINDS and passage.url else None
-
-
-def _previous_query(conversation: Conversation) -> str | None:
-    """The search query of the conversation's last turn (already condensed), which a follow-up builds on."""
-    last = (
-        conversation.messages.filter(role=Message.Role.TOOL, tool_name="search_knowledge")
-        .order_by("-created_at", "-id")
-        .values_list("tool_arguments", flat=True)
-        .first()
-    )
-    return str(last.get("query") or "") or None if isinstance(last, dict) else None
 
 
 def _history(conversation: Conversation) -> list[dict]:

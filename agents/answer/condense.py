@@ -9,10 +9,15 @@ itself condensed, so a chain of follow-ups keeps its topic. With a model, the mo
 
 from __future__ import annotations
 
+import logging
 import re
+from typing import Any
 
 from agents.llm.base import ChatModel, LLMError, TextDelta
+from agents.models import Conversation, Message
 from retrieval.keyword import STOP_WORDS
+
+log = logging.getLogger(__name__)
 
 REWRITE_PROMPT = (
     "Rewrite the user's last message as one standalone search query for a knowledge base, using the "
@@ -91,3 +96,37 @@ def rewrite_with_model(model: ChatModel, question: str, history: list[dict]) -> 
     if not query:
         raise LLMError("The model gave no rewritten question.", "empty rewrite")
     return query[:MAX_QUERY_CHARS]
+
+
+def standalone_question(
+    question: str, model: ChatModel | None, history: list[dict], previous_query: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The question as a search can understand it, and what to record about how it was made: a
+    follow-up gets its topic from the conversation, from the model when there is one, else by the rules."""
+    if not history:
+        return question, {}
+    recorded: dict[str, Any] = {}
+    if model is not None:
+        try:
+            return rewrite_with_model(model, question, history), {"condensed_by": "model"}
+        except LLMError as exc:
+            # The rules below still give a usable query; the failure is recorded, not hidden.
+            log.warning("question rewrite failed: %s", exc.detail)
+            recorded["condense_error"] = exc.message
+    query = condense(question, previous_query)
+    if query != question:
+        recorded["condensed_by"] = "rules"
+    return query, recorded
+
+
+def last_search_query(conversation: Conversation) -> str | None:
+    """The search query of the conversation's last turn (itself condensed), which a follow-up builds on."""
+    arguments = (
+        conversation.messages.filter(role=Message.Role.TOOL, tool_name="search_knowledge")
+        .order_by("-created_at", "-id")
+        .values_list("tool_arguments", flat=True)
+        .first()
+    )
+    if not isinstance(arguments, dict):
+        return None
+    return str(arguments.get("query") or "") or None
