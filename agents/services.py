@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils import timezone
 
 from agents import gate, prompts
+from agents.answer import ExtractiveAnswer, extractive_answer
+from agents.answer.condense import condense, last_search_query, standalone_question
 from agents.llm.base import ChatModel, LLMError, TextDelta, ToolCall
-from agents.llm.local import extractive_answer
 from agents.llm.openai import OpenAIChatModel
 from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
@@ -61,6 +62,7 @@ class TurnContext:
     audiences: list[str]
     show_hits: bool
     show_errors: bool = False
+    answerer: Callable[[str, list[NumberedPassage]], ExtractiveAnswer] = extractive_answer
     numbered: list[NumberedPassage] = field(default_factory=list)
     searches: list[list[Passage]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=lambda: {"grounded": True})
@@ -158,19 +160,22 @@ def run_turn(
     audiences: list[str],
     show_hits: bool = False,
     show_errors: bool = False,
+    answerer: Callable[[str, list[NumberedPassage]], ExtractiveAnswer] = extractive_answer,
 ) -> Iterator[dict[str, Any]]:
     """Answer one user message. `audiences`, `show_hits` and `show_errors` (why a turn failed, for the
-    agent's admins) come from server-side decisions only."""
+    agent's admins) come from server-side decisions only; `answerer` is the built-in answerer used when no
+    model is configured (evaluation compares two)."""
     with workspace_scope(agent.workspace_id):
-        turn = TurnContext(agent, conversation, user_text, audiences, show_hits, show_errors)
+        turn = TurnContext(agent, conversation, user_text, audiences, show_hits, show_errors, answerer)
         history = _history(conversation)
+        previous_query = last_search_query(conversation)
         Message.objects.create(conversation=conversation, role=Message.Role.USER, content=user_text)
         model = chat_model_for(agent)
         try:
             if agent.retrieval_mode == Agent.RetrievalMode.TOOL and model is not None:
-                answer = yield from _tool_mode(turn, model, history)
+                answer = yield from _tool_mode(turn, model, history, previous_query)
             else:
-                answer = yield from _inject_mode(turn, model, history)
+                answer = yield from _inject_mode(turn, model, history, previous_query)
         except InvalidFilter as exc:
             yield _error(turn, "This question could not be searched safely.", str(exc))
             return
@@ -195,18 +200,26 @@ def run_turn(
         }
 
 
-def _inject_mode(turn: TurnContext, model: ChatModel | None, history: list[dict]) -> Iterator[dict]:
-    passages = yield from _search(turn, turn.user_text)
+def _inject_mode(
+    turn: TurnContext, model: ChatModel | None, history: list[dict], previous_query: str | None
+) -> Iterator[dict]:
+    query, condensed = standalone_question(turn.user_text, model, history, previous_query)
+    turn.metadata.update(condensed)
+    passages = yield from _search(turn, query)
     if turn.metadata.get("grounded") is False and turn.agent.gate_enabled:
         # Retrieval is down and the agent must stay on topic: refuse rather than answer ungrounded.
         return (yield from _emit_text(gate.refusal(turn.agent, turn.user_text, model)))
     if not gate.is_backed(turn.agent, turn.searches):
-        turn.metadata["offtopic"] = True
+        turn.metadata.update(offtopic=True, grounded=False)
         return (yield from _emit_text(gate.refusal(turn.agent, turn.user_text, model)))
     turn.numbered = prompts.number_passages(passages, turn.agent.context_budget)
     if model is None:
-        answer = extractive_answer(turn.user_text, turn.numbered)
+        answer = turn.answerer(query, turn.numbered)
         turn.metadata["answerer"] = "extractive"
+        if not answer.cited:
+            # Nothing in the passages answers it: no sources, and not presented as grounded.
+            turn.numbered = []
+            turn.metadata["grounded"] = False
         return (yield from _emit_text(answer.text))
     system = prompts.build_system_prompt(turn.agent.system_prompt, turn.agent.context_template, turn.numbered)
     messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": turn.user_text}]
@@ -219,11 +232,13 @@ def _inject_mode(turn: TurnContext, model: ChatModel | None, history: list[dict]
     return "".join(parts)
 
 
-def _tool_mode(turn: TurnContext, model: ChatModel, history: list[dict]) -> Iterator[dict]:
-    # The gate may pass on the user's message alone; otherwise the model's own searches must back it,
-    # and until they do its text is held back.
+def _tool_mode(
+    turn: TurnContext, model: ChatModel, history: list[dict], previous_query: str | None
+) -> Iterator[dict]:
+    # The gate may pass on the user's message alone (a follow-up with its topic added); otherwise the
+    # model's own searches must back it, and until they do its text is held back.
     if turn.agent.gate_enabled:
-        yield from _search(turn, turn.user_text, record=False)
+        yield from _search(turn, condense(turn.user_text, previous_query), record=False)
     backed = gate.is_backed(turn.agent, turn.searches)
     system = prompts.build_system_prompt(turn.agent.system_prompt, "", None)
     messages: list[dict] = [
@@ -248,7 +263,7 @@ def _tool_mode(turn: TurnContext, model: ChatModel, history: list[dict]) -> Iter
                 text.append(event.text)
         if not calls:
             if not backed:
-                turn.metadata["offtopic"] = True
+                turn.metadata.update(offtopic=True, grounded=False)
                 return (yield from _emit_text(gate.refusal(turn.agent, turn.user_text, model)))
             return "".join(text)
         messages.append(

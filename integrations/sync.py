@@ -82,11 +82,19 @@ def _requeue_wait(exc: ProviderRateLimited) -> float:
 
 def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outcome:
     with workspace_scope(source.workspace_id):
+        started = timezone.now()
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.CRAWLING, error="", error_detail="", notice=""
+            status=Status.CRAWLING,
+            error="",
+            error_detail="",
+            notice="",
+            # Opens a sync (ingestion.sync): when its documents settle, the outcome and dates are written.
+            sync_started_at=started,
+            updated_at=started,
         )
         if claimed != 1:
             return Outcome()
+        source.sync_started_at = started
         kind = get_kind(source.kind)
         connection = connection_of(source)
         if connection is None or not connection.active:

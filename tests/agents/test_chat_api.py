@@ -52,6 +52,7 @@ def test_an_off_topic_question_gets_the_fixed_reply_without_calling_the_model(
     body = chat(client, llm_agent, "what is 2+2").json()
     assert body["answer"] == "I can only help with our kettles and shipping."
     assert body["sources"] == [] and body["metadata"]["offtopic"] is True
+    assert body["metadata"]["grounded"] is False  # a refusal is not an answer from the sources
     assert provider.chat_requests() == []
     on_topic = chat(client, llm_agent, "How long is the kettle warranty?").json()
     assert on_topic["answer"] == "Hello from the model."

@@ -1,5 +1,7 @@
-"""The built-in answerer: no generative model, so it answers with the most relevant sentences of the
-retrieved passages, each cited by its passage number.
+"""The built-in answerer as it was before issue #17, kept unchanged only as the baseline that
+`manage.py evaluate_answers --answerer old` measures the current one against. Not used to answer users.
+
+It splits sentences at every line break, so a wrapped sentence loses its end ("within 30\ndays").
 
 Sentences are ranked by the embedding similarity to the question plus keyword overlap; sentences that
 read as instructions to an assistant are never used (our sources are data, not commands).
@@ -8,26 +10,19 @@ read as instructions to an assistant are never used (our sources are data, not c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
+from agents.answer import NOTHING_FOUND, ExtractiveAnswer
 from agents.guard import is_instruction
 from agents.prompts import NumberedPassage
 from config.backends import embedders
 from retrieval.keyword import tokenize
 
-NOTHING_FOUND = "I couldn't find anything about that in the knowledge I have."
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_SENTENCES = 3
 MIN_SIMILARITY = 0.35
 RELATIVE_CUTOFF = 0.8
-
-
-@dataclass(frozen=True)
-class ExtractiveAnswer:
-    text: str
-    cited: list[int]
 
 
 def extractive_answer(question: str, numbered: list[NumberedPassage]) -> ExtractiveAnswer:

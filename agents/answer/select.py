@@ -1,0 +1,311 @@
+"""Choosing what the built-in answerer says: the units of the retrieved passages that answer the question,
+completed by the neighbours that finish their fact, in page order, each group cited by its passage.
+
+Every candidate (a sentence, list item, table row or code line of a passage that is close enough to the
+best passage) is scored by embedding similarity to the question, one batched call to the configured
+embedder, plus the share of the question's terms it contains. Units scoring near the best one are kept;
+a unit on its own may not carry its fact, so completion adds the neighbours that belong to it:
+  - the term of a definition list item ("SESSION_COOKIE_NAME" above "The name of the session cookie."),
+  - a trailer that states the value ("Default: 'session'", "Defaults to 4093."),
+  - the list, code or rows a lead-in announces ("... the following values:"),
+  - the header row of a table row, and the sentence a "This"/"It" sentence refers to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.answer.segment import CODE, HEADING, ITEM, PROSE, ROW, Unit, segment
+from agents.guard import is_instruction
+from agents.prompts import NumberedPassage
+from config.backends import embedders
+from retrieval.keyword import tokenize
+
+MAX_UNITS = 4  # units chosen on their own merit; completion may add a few more
+MAX_ANSWER_CHARS = 900
+MIN_SIMILARITY = 0.35  # a unit must be relevant on its own ...
+MIN_OVERLAP = 0.5  # ... or carry half of the question's terms
+RELATIVE_CUTOFF = 0.8  # further units must score close to the best one
+PASSAGE_CUTOFF = 0.5  # passages scoring below this share of the best passage are not used
+OVERLAP_WEIGHT = 0.3
+PASSAGE_WEIGHT = 0.1
+MIN_UNIT_CHARS = 8
+REDUNDANCY_WEIGHT = 0.2
+
+_TRAILER = re.compile(
+    r"^(?:defaults?(?:\s+(?:to|value|is))?|default value|type|values?|units?|range|required|optional)\b",
+    re.IGNORECASE,
+)
+_ANAPHOR = re.compile(r"^(?:this|it|its|they|these|that|those|such|there|here|he|she|both|either)\b", re.I)
+# The next sentence carries on from this one ("To counter this attack, ...", "To disable the service, ...").
+_CARRIES_ON = re.compile(r"^(?:to|in order to)\s+\w+\s+(?:this|that|these|those|it|them|the)\b", re.I)
+# A sentence about code shown just before it ("The code above ...", "This example ...").
+_POINTS_BACK = re.compile(r"\b(?:above|previous example|this (?:code|example|snippet))\b", re.I)
+_SENTENCE_END = re.compile(r"[.!?…:][\"'\u2019\u201d)\]]*$")
+LEAD_IN_UNITS = 8
+LEAD_IN_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Candidate:
+    number: int  # the passage's citation number
+    index: int  # the unit's position among its passage's units
+    unit: Unit
+    context: str  # the unit with its definition term, as embedded and matched
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen units of one passage (indexes into its units, in page order)."""
+
+    number: int
+    units: list[Unit]
+    indexes: list[int]
+
+
+def usable_passages(numbered: list[NumberedPassage]) -> list[NumberedPassage]:
+    """Passages close enough to the best one: a much weaker passage only adds noise and wrong sources."""
+    if not numbered:
+        return []
+    best = max(item.passage.score for item in numbered)
+    if best <= 0:
+        return list(numbered)
+    return [item for item in numbered if item.passage.score >= PASSAGE_CUTOFF * best]
+
+
+def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
+    """The passages' units that answer `question`, grouped by passage; empty when nothing does."""
+    passages = usable_passages(numbered)
+    units_by_number = {item.number: segment(item.passage.text) for item in passages}
+    candidates = []
+    seen: set[str] = set()  # passages overlap, so one sentence may come twice
+    for item in passages:
+        units = units_by_number[item.number]
+        for index, unit in enumerate(units):
+            key = " ".join(unit.text.lower().split())
+            if unit.kind == HEADING or len(unit.text) < MIN_UNIT_CHARS or key in seen:
+                continue
+            seen.add(key)
+            if not is_instruction(unit.text):
+                candidates.append(Candidate(item.number, index, unit, _in_context(units, index)))
+    if not candidates:
+        return []
+    vectors = embedders["default"].embed_documents([question] + [c.context for c in candidates])
+    similarity = vectors[1:] @ vectors[0]
+    question_terms = set(tokenize(question))
+    overlap = np.array(
+        [
+            len(question_terms & set(tokenize(f"{c.unit.heading} {c.context}"))) / max(len(question_terms), 1)
+            for c in candidates
+        ]
+    )
+    best_passage = max(item.passage.score for item in passages) or 1.0
+    passage_share = {item.number: item.passage.score / best_passage for item in passages}
+    scores = (
+        similarity
+        + OVERLAP_WEIGHT * overlap
+        + PASSAGE_WEIGHT * np.array([passage_share[c.number] for c in candidates])
+    )
+    cutoff = RELATIVE_CUTOFF * float(scores.max())
+    eligible = [
+        int(i)
+        for i in np.argsort(-scores)
+        if (similarity[i] >= MIN_SIMILARITY or overlap[i] >= MIN_OVERLAP) and scores[i] >= cutoff
+    ]
+    chosen = _diverse(eligible, scores, vectors[1:])
+    picked: dict[int, set[int]] = {}
+    for i in chosen:
+        candidate = candidates[i]
+        picked.setdefault(candidate.number, set()).update(
+            complete(units_by_number[candidate.number], candidate.index)
+        )
+    selections = []
+    for item in passages:  # best passage first; within one, page order
+        if item.number in picked:
+            indexes = _within_budget(units_by_number[item.number], sorted(picked[item.number]))
+            units = [units_by_number[item.number][i] for i in indexes]
+            selections.append(Selection(item.number, units, indexes))
+    return selections
+
+
+def _diverse(eligible: list[int], scores: np.ndarray, vectors: np.ndarray) -> list[int]:
+    """Up to MAX_UNITS of the eligible units, each time the best one after a penalty for resembling one
+    already chosen (maximal marginal relevance): four wordings of one sentence tell the reader nothing new."""
+    chosen: list[int] = []
+    remaining = list(eligible)
+    while remaining and len(chosen) < MAX_UNITS:
+        if chosen:
+            resemblance = (vectors[remaining] @ vectors[chosen].T).max(axis=1)
+            adjusted = scores[remaining] - REDUNDANCY_WEIGHT * resemblance
+        else:
+            adjusted = scores[remaining]
+        best = remaining[int(np.argmax(adjusted))]
+        chosen.append(best)
+        remaining.remove(best)
+    return chosen
+
+
+def complete(units: list[Unit], index: int) -> list[int]:
+    """The unit at `index` and the neighbours that complete its fact."""
+    unit = units[index]
+    chosen = [index]
+    term = _term_index(units, index)
+    if term is not None:
+        chosen.append(term)
+    if _ANAPHOR.match(unit.text) and index > 0 and units[index - 1].block == unit.block:
+        chosen.append(index - 1)
+    if _POINTS_BACK.search(unit.text):
+        chosen.extend(_code_before(units, index))
+    following = units[index + 1] if index + 1 < len(units) else None
+    if following is not None and following.kind != HEADING:
+        if unit.text.rstrip().endswith("?"):
+            chosen.append(index + 1)  # a question in the page: its answer follows
+        elif following.block == unit.block and _CARRIES_ON.match(following.text):
+            chosen.append(index + 1)
+    if unit.kind == CODE:
+        chosen.extend(_code_run(units, index))
+    if unit.kind == ROW:
+        chosen.extend(_table_header(units, index))
+    if unit.text.rstrip().endswith(":"):
+        chosen.extend(_announced(units, index))
+    trailer = _trailer(units, index)
+    if trailer is not None:
+        chosen.append(trailer)
+    return sorted(set(chosen))
+
+
+def _in_context(units: list[Unit], index: int) -> str:
+    """What is embedded and matched for a unit: its section heading, its definition term, and for a
+    sentence that points back ("It should be 16 x 16 pixels") the sentence it points to."""
+    unit = units[index]
+    parts = [unit.heading] if unit.heading else []
+    if unit.kind == ROW:
+        parts.extend(units[i].text for i in _table_header(units, index, with_lead_in=True))
+    term = _term_index(units, index)
+    if term is not None:
+        parts.append(units[term].text)
+    if _ANAPHOR.match(unit.text) and index > 0 and units[index - 1].block == unit.block:
+        parts.append(units[index - 1].text)
+    return ": ".join([*parts, unit.text]) if parts else unit.text
+
+
+def _code_before(units: list[Unit], index: int) -> list[int]:
+    taken: list[int] = []
+    for earlier in range(index - 1, max(-1, index - 1 - LEAD_IN_UNITS), -1):
+        if units[earlier].kind != CODE:
+            break
+        taken.insert(0, earlier)
+    return taken
+
+
+def _term_index(units: list[Unit], index: int) -> int | None:
+    """The definition term of a list item's description: a short unpunctuated item just before its block."""
+    unit = units[index]
+    if unit.kind != ITEM:
+        return None
+    first = index
+    while first > 0 and units[first - 1].block == unit.block:
+        first -= 1
+    if first == 0:
+        return None
+    term = units[first - 1]
+    is_short = term.kind == ITEM and len(term.text) <= 60 and len(term.text.split()) <= 6
+    # A term is a one-unit item of its own, without sentence punctuation.
+    alone = first < 2 or units[first - 2].block != term.block
+    return first - 1 if is_short and alone and not _SENTENCE_END.search(term.text) else None
+
+
+def _trailer(units: list[Unit], index: int) -> int | None:
+    """A short value line ("Default: None") after the unit, before the next item or heading."""
+    block = units[index].block
+    for later in range(index + 1, min(len(units), index + 8)):
+        candidate = units[later]
+        if candidate.kind in (HEADING, ROW) or (candidate.kind == ITEM and candidate.block != block):
+            return None
+        if len(candidate.text) <= 100 and _TRAILER.match(candidate.text):
+            return later
+    return None
+
+
+def _announced(units: list[Unit], index: int) -> list[int]:
+    """The items, code lines or rows that follow a lead-in ending with a colon."""
+    taken: list[int] = []
+    used = 0
+    for later in range(index + 1, len(units)):
+        candidate = units[later]
+        if candidate.kind in (HEADING, PROSE) or len(taken) >= LEAD_IN_UNITS:
+            break
+        used += len(candidate.text)
+        if used > LEAD_IN_CHARS and taken:
+            break
+        taken.append(later)
+    return taken
+
+
+def _table_header(units: list[Unit], index: int, *, with_lead_in: bool = False) -> list[int]:
+    """The table's first row (its header) and, if asked, the sentence introducing the table."""
+    first = index
+    while first > 0 and units[first - 1].kind == ROW:
+        first -= 1
+    header = [first] if first != index else []
+    if with_lead_in and first > 0 and units[first - 1].kind in (PROSE, ITEM):
+        return [first - 1, *header]
+    return header
+
+
+def _code_run(units: list[Unit], index: int) -> list[int]:
+    """The code lines around a chosen one: a single line of a snippet rarely stands alone."""
+    first = index
+    while first > 0 and units[first - 1].kind == CODE and index - first < LEAD_IN_UNITS:
+        first -= 1
+    last = index
+    while last + 1 < len(units) and units[last + 1].kind == CODE and last - first < LEAD_IN_UNITS:
+        last += 1
+    return list(range(first, last + 1))
+
+
+def _within_budget(units: list[Unit], indexes: list[int]) -> list[int]:
+    kept, used = [], 0
+    for i in indexes:
+        if kept and used + len(units[i].text) > MAX_ANSWER_CHARS:
+            break
+        kept.append(i)
+        used += len(units[i].text)
+    return kept
+
+
+def render(selections: list[Selection], title_by_number: dict[int, str]) -> str:
+    """The answer text: each passage's units in page order, a heading when it adds context, a citation."""
+    parts = []
+    for selection in selections:
+        pieces = []
+        for position, (index, unit) in enumerate(zip(selection.indexes, selection.units, strict=True)):
+            following = selection.indexes[position + 1] if position + 1 < len(selection.indexes) else None
+            if _is_term(unit) and following == index + 1:
+                pieces.append(f"{unit.text}:")  # "SESSION_COOKIE_NAME: The name of the session cookie."
+            else:
+                pieces.append(_as_sentence(unit))
+        body = " ".join(pieces)
+        heading = selection.units[0].heading
+        title = title_by_number.get(selection.number, "")
+        if heading and heading != title and not set(tokenize(heading)) & set(tokenize(body)):
+            body = f"{heading}: {body}"
+        parts.append(f"{body} [{selection.number}]")
+    return " ".join(parts)
+
+
+def _is_term(unit: Unit) -> bool:
+    return unit.kind == ITEM and len(unit.text) <= 60 and not _SENTENCE_END.search(unit.text)
+
+
+def _as_sentence(unit: Unit) -> str:
+    text = unit.text.strip()
+    if unit.kind == CODE:
+        return f"`{text}`"
+    if unit.kind == ROW:
+        cells = [cell.strip() for cell in text.strip("|").split("|")]
+        text = " | ".join(cell for cell in cells if cell)
+    return text if _SENTENCE_END.search(text) else f"{text}."

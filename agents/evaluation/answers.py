@@ -1,0 +1,200 @@
+"""Measuring the built-in answerer on questions whose answer is a known fact on a known page.
+
+A question set is our own annotation (JSON lines: id, question, page, fact) over a site's HTML pages,
+which stay where they are (../shared/data); only page paths are referenced. The pages are extracted and
+indexed into a throwaway workspace keyed by the site's files and the indexing settings, so a rerun
+reuses the index. Each question is then asked through the real chat turn (`run_turn`, no model), once
+per answerer, and judged on:
+  answer    the answer contains the fact (case- and whitespace-insensitive),
+  citation  a cited source is the page that holds the fact,
+  retrieval a retrieved passage comes from that page (the same for every answerer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from ingestion.crawl.extract import DroppedPage, extract_page
+
+from agents.answer import ExtractiveAnswer
+from agents.models import Agent, Conversation, Message
+from agents.prompts import NumberedPassage
+from agents.services import run_turn, start_conversation
+from config.backends import embedders
+from ingestion.indexing import document_index, source_refresh_status
+from ingestion.kinds.text import TextKind
+from retrieval import evaluation
+from sources.models import Chunk, Document, Source, Status, Workspace
+from sources.tenancy import workspace_scope
+
+Answerer = Callable[[str, list[NumberedPassage]], ExtractiveAnswer]
+SOURCE_TITLE = "answer-evaluation pages"
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    page: str
+    fact: str
+
+
+def load_questions(path: Path) -> list[Question]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Question(r["id"], r["question"], r["page"], r["fact"]) for r in rows]
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def contains_fact(answer: str, fact: str) -> bool:
+    return normalise(fact) in normalise(answer)
+
+
+def site_pages(site: Path) -> list[Path]:
+    """The site's HTML pages, without Sphinx's build folders (_static, _sources, _images)."""
+    return sorted(
+        p for p in site.rglob("*.html") if not any(part.startswith("_") for part in p.relative_to(site).parts)
+    )
+
+
+def index_site(site: Path, log: Callable[[str], None]) -> Workspace:
+    """Extract and index every page of `site` into a workspace of its own; reused when already done."""
+    pages = site_pages(site)
+    key = evaluation.fingerprint(
+        [evaluation.file_fingerprint(p) for p in pages],
+        settings.CHUNK_TARGET_CHARS,
+        settings.CHUNK_OVERLAP_CHARS,
+        settings.EMBED_TITLE_PREFIX,
+        embedders["default"].model_name,
+    )
+    workspace, _ = Workspace.objects.get_or_create(
+        slug=f"answers-{key}", defaults={"name": f"Answer evaluation {site.name}"}
+    )
+    with workspace_scope(workspace.id):
+        agent = Agent.objects.first() or Agent.objects.create(name="answer evaluation")
+        source = Source.objects.filter(title=SOURCE_TITLE).first()
+        if source is not None and source.status == Status.DONE:
+            log(f"reusing the index in workspace {workspace.slug}")
+            return workspace
+        if source is None:
+            with transaction.atomic():
+                source = Source.objects.create(
+                    agent=agent, kind=TextKind.name, title=SOURCE_TITLE, status=Status.INDEXING
+                )
+                for path in pages:
+                    relative = path.relative_to(site).as_posix()
+                    try:
+                        page = extract_page(path.read_bytes(), f"https://docs.example/{relative}")
+                    except DroppedPage as exc:
+                        log(f"skipped {relative}: {exc.reason}")
+                        continue
+                    Document.objects.create(
+                        workspace=workspace,
+                        source=source,
+                        url=relative,
+                        title=page.title,
+                        text=page.text,
+                        language=page.language or "",
+                    )
+        pending = list(source.documents.exclude(status=Status.DONE).order_by("id"))
+        for number, document in enumerate(pending, 1):
+            document_index(document=document)
+            if number % 20 == 0:
+                log(f"indexed {number}/{len(pending)} pages")
+        source_refresh_status(source_id=source.id)
+    return workspace
+
+
+@dataclass(frozen=True)
+class Outcome:
+    answer: str
+    answered: bool  # the answer contains the fact
+    cited: bool  # a cited source is the fact's page
+    retrieved: bool  # a retrieved passage is from the fact's page
+    fact_retrieved: bool  # a passage given to the answerer contains the fact: the most it can do
+    grounded: bool
+    sources: int
+
+
+def ask(workspace: Workspace, question: Question, answerer: Answerer) -> Outcome:
+    """One question through the real chat turn, in a conversation of its own."""
+    with workspace_scope(workspace.id):
+        agent = Agent.objects.get()
+        conversation = start_conversation(agent=agent)
+        done = next(
+            e
+            for e in run_turn(
+                agent=agent,
+                conversation=conversation,
+                user_text=question.question,
+                audiences=[],
+                answerer=answerer,
+            )
+            if e["type"] in ("done", "error")
+        )
+        if done["type"] == "error":
+            raise RuntimeError(f"{question.id}: {done['message']}")
+        pages, texts = _retrieved(conversation)
+        cited_pages = {pages[s["number"] - 1] for s in done["sources"] if s["number"] <= len(pages)}
+        return Outcome(
+            answer=done["answer"],
+            answered=contains_fact(done["answer"], question.fact),
+            cited=question.page in cited_pages,
+            retrieved=question.page in pages,
+            fact_retrieved=any(contains_fact(text, question.fact) for text in _given(texts, agent)),
+            grounded=bool(done["metadata"].get("grounded")),
+            sources=len(done["sources"]),
+        )
+
+
+def _given(texts: list[str], agent: Agent) -> list[str]:
+    """The passages the answerer was given: as many as fit the agent's context budget (see prompts)."""
+    given: list[str] = []
+    used = 0
+    for text in texts:
+        if given and used + len(text) > agent.context_budget:
+            break
+        given.append(text)
+        used += len(text)
+    return given
+
+
+def _retrieved(conversation: Conversation) -> tuple[list[str], list[str]]:
+    """The page and text of each passage the turn's search returned, in rank order (= citation numbers)."""
+    tool = Message.objects.filter(conversation=conversation, role=Message.Role.TOOL).get()
+    chunk_ids = [r["chunk_id"] for r in tool.tool_result]
+    rows = Chunk.objects.filter(id__in=chunk_ids).values_list("id", "document__url", "text")
+    by_chunk = {str(cid): (url, text) for cid, url, text in rows}
+    found = [by_chunk.get(cid, ("", "")) for cid in chunk_ids]
+    return [url for url, _ in found], [text for _, text in found]
+
+
+def summarise(outcomes: list[Outcome]) -> dict[str, float | int]:
+    n = max(len(outcomes), 1)
+    return {
+        "answer_accuracy": round(sum(o.answered for o in outcomes) / n, 3),
+        "citation_accuracy": round(sum(o.cited for o in outcomes) / n, 3),
+        "grounded_rate": round(sum(o.grounded for o in outcomes) / n, 3),
+        "mean_answer_chars": round(sum(len(o.answer) for o in outcomes) / n),
+        "n": len(outcomes),
+    }
+
+
+def annotation_problems(workspace: Workspace, questions: list[Question]) -> list[str]:
+    """Questions whose page is not indexed or does not hold the fact: an annotation error, not a miss."""
+    with workspace_scope(workspace.id):
+        texts = dict(Document.objects.values_list("url", "text"))
+    problems = []
+    for q in questions:
+        if q.page not in texts:
+            problems.append(f"{q.id}: page {q.page} is not in the index")
+        elif not contains_fact(texts[q.page], q.fact):
+            problems.append(f"{q.id}: page {q.page} does not contain {q.fact!r}")
+    return problems

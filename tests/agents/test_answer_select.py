@@ -1,0 +1,119 @@
+"""What the built-in answerer says: the relevant whole sentences, completed by the neighbours that carry
+their fact, in page order, cited. Runs the configured embedder, as the chat does."""
+
+from agents.answer import NOTHING_FOUND, extractive_answer
+from agents.answer.segment import segment
+from agents.answer.select import complete, usable_passages
+from agents.prompts import NumberedPassage
+from retrieval.services import Passage
+
+SETTINGS_PAGE = """Builtin Configuration Values
+The following configuration values are used internally by the kettle:
+- BOIL_TIMEOUT
+- How long the kettle may heat before it gives up, in seconds. It protects an empty
+kettle from damage.
+Default: 300
+- SESSION_COOKIE_NAME
+- The name of the session cookie. Can be changed in case you already have a cookie with the same name.
+Default: 'session'
+"""
+
+
+def numbered(*texts: str, scores: tuple[float, ...] = ()) -> list[NumberedPassage]:
+    return [
+        NumberedPassage(
+            number,
+            Passage(
+                chunk_id=f"c{number}",
+                text=text,
+                score=scores[number - 1] if scores else 0.8,
+                source_id=1,
+                source_title="Manual",
+                source_kind="text",
+                url="",
+                document_id=number,
+                document_title=f"Page {number}",
+            ),
+        )
+        for number, text in enumerate(texts, 1)
+    ]
+
+
+def indexes_of(units, *texts: str) -> list[int]:
+    return [next(i for i, u in enumerate(units) if u.text.startswith(t)) for t in texts]
+
+
+def texts_of(units, indexes: list[int]) -> list[str]:
+    return [units[i].text for i in indexes]
+
+
+def test_a_setting_description_is_completed_by_its_name_and_default():
+    units = segment(SETTINGS_PAGE)
+    (description,) = indexes_of(units, "How long the kettle")
+    assert texts_of(units, complete(units, description)) == [
+        "BOIL_TIMEOUT",
+        "How long the kettle may heat before it gives up, in seconds.",
+        "Default: 300",
+    ]
+
+
+def test_a_lead_in_brings_its_list_and_a_table_row_its_header():
+    units = segment("We ship to these countries:\n- Canada\n- Mexico\nPrices:\n| Zone | Price |\n| EU | 9 |")
+    (lead_in, row) = indexes_of(units, "We ship", "| EU")
+    assert texts_of(units, complete(units, lead_in)) == ["We ship to these countries:", "Canada", "Mexico"]
+    assert texts_of(units, complete(units, row)) == ["| Zone | Price |", "| EU | 9 |"]
+
+
+def test_a_sentence_that_points_back_brings_what_it_points_to():
+    units = segment(
+        "First, you need an icon. It should be 16 x 16 pixels.\n"
+        "app.config['MAX_CONTENT_LENGTH'] = 16 * 1000 * 1000\n"
+        "The code above limits uploads to 16 megabytes.\n"
+        "How do you reset it? Hold the button for five seconds."
+    )
+    (pointer, code_note, question) = indexes_of(units, "It should", "The code above", "How do you reset")
+    assert texts_of(units, complete(units, pointer))[0] == "First, you need an icon."
+    code = "app.config['MAX_CONTENT_LENGTH'] = 16 * 1000 * 1000"
+    assert code in texts_of(units, complete(units, code_note))
+    assert texts_of(units, complete(units, question))[-1] == "Hold the button for five seconds."
+
+
+def test_the_answer_states_the_default_with_its_setting_and_cites_the_passage():
+    answer = extractive_answer("What is the default name of the session cookie?", numbered(SETTINGS_PAGE))
+    assert "SESSION_COOKIE_NAME: The name of the session cookie." in answer.text
+    assert "Default: 'session'" in answer.text
+    assert answer.text.endswith("[1]")
+    assert answer.cited == [1]
+
+
+def test_sentences_keep_their_page_order_and_each_passage_is_cited_after_its_own():
+    kettle = (
+        "Descale the kettle monthly with white vinegar.\n"
+        "The kettle's limescale filter is dishwasher safe.\n"
+        "Rinse the kettle twice after descaling it with vinegar."
+    )
+    shipping = "We ship to Canada and Mexico. Express delivery takes two days."
+    answer = extractive_answer("How do I descale the kettle with vinegar?", numbered(shipping, kettle))
+    assert answer.cited == [2]
+    descale = answer.text.index("Descale the kettle monthly")
+    rinse = answer.text.index("Rinse the kettle twice")
+    assert descale < rinse < answer.text.index("[2]")
+
+
+def test_a_wrapped_fact_is_stated_whole():
+    answer = extractive_answer(
+        "How long do I have to return an item?",
+        numbered("Returns are accepted within 30\ndays of purchase. Refunds take five business days."),
+    )
+    assert "Returns are accepted within 30 days of purchase." in answer.text
+
+
+def test_nothing_relevant_gives_the_nothing_found_answer_without_citations():
+    answer = extractive_answer("Which trains run to Lyon at night?", numbered(SETTINGS_PAGE))
+    assert answer.text == NOTHING_FOUND and answer.cited == []
+    assert extractive_answer("Anything?", []).cited == []
+
+
+def test_passages_far_below_the_best_one_are_not_used():
+    passages = numbered("Strong passage.", "Weaker passage.", "Far weaker passage.", scores=(0.8, 0.5, 0.2))
+    assert [p.number for p in usable_passages(passages)] == [1, 2]
