@@ -19,13 +19,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from ingestion.crawl.extract import DroppedPage, extract_page
 
 from agents.answer import ExtractiveAnswer
 from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
 from agents.services import run_turn, start_conversation
 from config.backends import embedders
+from ingestion.crawl.extract import DroppedPage, extract_page
 from ingestion.indexing import document_index, source_refresh_status
 from ingestion.kinds.text import TextKind
 from retrieval import evaluation

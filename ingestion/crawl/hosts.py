@@ -113,3 +113,8 @@ def acquire(url: str, *, crawl_delay: float = 0.0, reserved_at: float = 0.0, max
 
 def release(url: str, lease: str) -> None:
     _redis().eval(_RELEASE, 3, *_keys(url), lease, repr(time.time()))
+
+
+def forget(url: str) -> None:
+    """Drop a host's leases and reservations (tests start each site from a clean slate)."""
+    _redis().delete(*_keys(url))

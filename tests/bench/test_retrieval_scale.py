@@ -374,7 +374,7 @@ def searcher(workspace_id: int, **params: Any) -> Callable[[Query], list[str]]:
 
 
 @pytest.fixture(scope="module")
-def qdrant_results(django_db_setup) -> dict[str, Any]:
+def qdrant_results(django_db_setup, django_db_blocker) -> dict[str, Any]:
     """QdrantStore in local mode (in memory), on a corpus capped at QDRANT_MAX_CHUNKS. Baseline: the same
     points (dense vector, sparse BM25 weights, payload) upserted with the plain client, 256 a request
     like the store. Local mode has no HNSW: every vector search is exact."""
@@ -400,7 +400,8 @@ def qdrant_results(django_db_setup) -> dict[str, Any]:
             return [h.chunk_id for h in hits]
 
         latency: dict[str, Any] = {}
-        with mock.patch.object(services, "vector_stores", {"default": store}):
+        # The search reads the database too (sources paused out of search), though no chunk rows exist here.
+        with mock.patch.object(services, "vector_stores", {"default": store}), django_db_blocker.unblock():
             _by_vector, latency["vector_exact"] = timed(vector, queries, warmup=1)
             by_keyword, latency["keyword"] = timed(searcher(workspace_id, mode="keyword"), queries, warmup=1)
             by_hybrid, latency["hybrid"] = timed(searcher(workspace_id), queries, warmup=1)

@@ -25,6 +25,15 @@ def _fresh_robots_cache() -> Iterator[None]:
     clear_robots_cache()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_host_slots() -> None:
+    """Every test site is on 127.0.0.1, one host to the per-host limits: a Crawl-delay or lease left by an
+    earlier test's site must not make this test's pages wait."""
+    from ingestion.crawl import hosts
+
+    hosts.forget("http://127.0.0.1/")
+
+
 @pytest.fixture
 def local_policy() -> FetchPolicy:
     """Test servers live on 127.0.0.1 and only there; every other private address stays blocked."""
