@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from config.logging import operator_detail
 from ingestion.chunking import chunk_id, chunk_text
 from ingestion.kinds.registry import get_kind
 from retrieval import cache as semantic_cache
@@ -107,7 +108,7 @@ def _build_chunks(document: Document) -> list[Chunk]:
 
 def _fail_document(document: Document, message: str, detail: str) -> None:
     Document.objects.filter(id=document.id).update(
-        status=Status.FAILED, error=message[:500], error_detail=detail
+        status=Status.FAILED, error=message[:500], error_detail=operator_detail(detail)
     )
 
 

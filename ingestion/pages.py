@@ -17,6 +17,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config import metrics
+from config.logging import operator_detail
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import fetch_policy
@@ -48,7 +50,7 @@ def source_expand(*, source: Source) -> list[int]:
             return _documents_for(source, expansion.urls, expansion.notice)
         except FetchError as exc:
             Source.objects.filter(id=source.id).update(
-                status=Status.FAILED, error=exc.message[:500], error_detail=exc.detail
+                status=Status.FAILED, error=exc.message[:500], error_detail=operator_detail(exc.detail)
             )
         except Exception:
             # Unexpected: fail the source with the trace for operators instead of leaving it crawling.
@@ -56,7 +58,7 @@ def source_expand(*, source: Source) -> list[int]:
             Source.objects.filter(id=source.id).update(
                 status=Status.FAILED,
                 error="Something went wrong while reading this source.",
-                error_detail=traceback.format_exc(),
+                error_detail=operator_detail(traceback.format_exc()),
             )
         return []
 
@@ -136,6 +138,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             Document.objects.filter(id=document.id).update(
                 status=Status.DONE, error="", error_detail="", **fetched
             )
+            metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
             return PageOutcome()
         if extracted is None:
             try:
@@ -148,6 +151,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             Document.objects.filter(id=document.id).update(
                 status=Status.DONE, error="", error_detail="", **fetched
             )
+            metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
             return PageOutcome()
         Document.objects.filter(id=document.id).update(
             status=Status.INDEXING,
@@ -159,6 +163,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             error_detail="",
             **fetched,
         )
+        metrics.PAGES_CRAWLED.labels(outcome="fetched").inc()
         return PageOutcome(index=True)
 
 
@@ -172,11 +177,14 @@ def _check_robots(url: str) -> None:
 
 
 def _note(document: Document, message: str, detail: str, *, status: str) -> None:
-    Document.objects.filter(id=document.id).update(status=status, error=message[:500], error_detail=detail)
+    Document.objects.filter(id=document.id).update(
+        status=status, error=message[:500], error_detail=operator_detail(detail)
+    )
 
 
 def _fail(document: Document, message: str, detail: str) -> PageOutcome:
     _note(document, message, detail, status=Status.FAILED)
+    metrics.PAGES_CRAWLED.labels(outcome="failed").inc()
     return PageOutcome()
 
 

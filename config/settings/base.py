@@ -6,6 +6,8 @@ from pathlib import Path
 import environ
 from kombu import Queue
 
+from config.logging import init_sentry, logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
 
@@ -27,9 +29,11 @@ INSTALLED_APPS = [
     "retrieval",
     "agents",
     "integrations",
+    "django_structlog",
 ]
 
 MIDDLEWARE = [
+    "config.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -38,10 +42,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Binds a request id to every log line of the request, and hands it to the Celery tasks it queues.
+    "django_structlog.middlewares.RequestMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -60,6 +67,8 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+# A dead database is reported within seconds (readiness, requests) rather than after the OS's TCP timeout.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:63799/0")
@@ -115,6 +124,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=90)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=120)
 # Redis redelivers an unacknowledged message after this long; it must exceed the longest task.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Workers log through Django's LOGGING (JSON lines), not Celery's own root-logger format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-crawls": {"task": "ingestion.tasks.crawl_sweep_stalled", "schedule": 60.0},
@@ -258,12 +269,20 @@ CHUNK_OVERLAP_CHARS = env.int("CHUNK_OVERLAP_CHARS", default=200)
 TEXT_SOURCE_MAX_CHARS = env.int("TEXT_SOURCE_MAX_CHARS", default=1_000_000)
 SEARCH_MAX_TOP_K = 50
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-}
+# --- Operations: logs, metrics, errors (config/logging.py, config/metrics.py, config/health.py) ---
+# JSON lines by default (one object per line, with request_id); LOG_FORMAT=console for people at a terminal.
+LOG_FORMAT = env("LOG_FORMAT", default="json")
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
+DJANGO_STRUCTLOG_CELERY_ENABLED = True
+# `/metrics` answers only with `Authorization: Bearer METRICS_TOKEN`; unset, it is off (404).
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# A worker on another machine than the web serves its metrics on this port (0: off; see README).
+WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+SENTRY_DSN = env("SENTRY_DSN", default="")
+SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
+SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
+init_sentry(SENTRY_DSN, environment=SENTRY_ENVIRONMENT, traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Grounded API",
