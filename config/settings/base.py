@@ -275,6 +275,9 @@ LOG_FORMAT = env("LOG_FORMAT", default="json")
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
 DJANGO_STRUCTLOG_CELERY_ENABLED = True
+# Take the request id from the proxy's X-Request-ID header (only behind a proxy that sets it: a client could
+# otherwise choose the id its requests are logged under). A new UUID per request when off.
+DJANGO_STRUCTLOG_TRUST_UPSTREAM_REQUEST_ID = env.bool("LOG_TRUST_REQUEST_ID_HEADER", default=False)
 # `/metrics` answers only with `Authorization: Bearer METRICS_TOKEN`; unset, it is off (404).
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 # A worker on another machine than the web serves its metrics on this port (0: off; see README).
