@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
@@ -12,6 +13,14 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
+    # The one-time link `manage.py create_workspace` prints for the owner's first password.
+    path(
+        "set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="set_password.html", success_url="/login/", post_reset_login=False
+        ),
+        name="set-password",
+    ),
     path("", include("agents.urls")),
     path("", include("sources.urls")),
 ]

@@ -152,6 +152,11 @@ VECTOR_STORES = {
                 "url": env("QDRANT_URL", default="http://127.0.0.1:6333"),
                 "api_key": env("QDRANT_API_KEY", default=""),
                 "collection": env("QDRANT_COLLECTION", default="grounded_chunks"),
+                # Qdrant cluster mode: applied when the store creates its collection (unset: Qdrant's
+                # defaults). An existing collection keeps its layout; see README "Running at scale".
+                "shard_number": env.int("QDRANT_SHARD_NUMBER", default=None),
+                "replication_factor": env.int("QDRANT_REPLICATION_FACTOR", default=None),
+                "write_consistency_factor": env.int("QDRANT_WRITE_CONSISTENCY_FACTOR", default=None),
             }
             if _VECTOR_STORE_BACKEND.endswith("QdrantStore")
             else {

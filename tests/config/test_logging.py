@@ -10,7 +10,6 @@ import sys
 import uuid
 
 import pytest
-from django.conf import settings
 
 from sources.models import Source
 from tests.factories import ROOT, wait_for
