@@ -66,7 +66,10 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+# 0 (a connection per request) because the web server is ASGI, where Django's docs advise against persistent
+# connections: sync views run in short-lived threads whose connections would outlive them. The Celery
+# workers keep theirs (docker-compose.yml sets 60 for them).
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 # A dead database is reported within seconds (readiness, requests) rather than after the OS's TCP timeout.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -287,6 +290,9 @@ DJANGO_STRUCTLOG_TRUST_UPSTREAM_REQUEST_ID = env.bool("LOG_TRUST_REQUEST_ID_HEAD
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 # A worker on another machine than the web serves its metrics on this port (0: off; see README).
 WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+# Threads per web process that advance chat streams one event at a time (config/streaming.py): streams
+# beyond this many wait their turn on the event loop without a thread.
+STREAM_THREADS = env.int("STREAM_THREADS", default=64)
 SENTRY_DSN = env("SENTRY_DSN", default="")
 SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
 SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
