@@ -24,7 +24,9 @@ COPY requirements-runtime.lock .
 RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements-runtime.lock
 
 COPY . .
-RUN DJANGO_SECRET_KEY=build-only FIELD_ENCRYPTION_KEYS=build-only python manage.py collectstatic --noinput -v 0
+# Metrics in single-process mode here, so the build leaves no files in the metrics directory.
+RUN PROMETHEUS_MULTIPROC_DIR= DJANGO_SECRET_KEY=build-only FIELD_ENCRYPTION_KEYS=build-only \
+    python manage.py collectstatic --noinput -v 0
 
 # A fixed, non-root uid (so an orchestrator's runAsNonRoot can check it); it owns only what it writes.
 RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin grounded \

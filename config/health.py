@@ -16,6 +16,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 from urllib.parse import urlsplit
 
+import psycopg
 import redis
 from django.conf import settings
 from django.db import connection, connections
@@ -96,8 +97,18 @@ def _describe(exc: BaseException) -> str:
 
 def check_database() -> dict[str, Any]:
     global _migrated
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
+    # Reachability on a connection of its own, with a short timeout: the app's pool would make a dead server
+    # wait for DATABASE_POOL_TIMEOUT instead.
+    db = connection.settings_dict
+    with psycopg.connect(
+        dbname=db["NAME"],
+        user=db["USER"] or None,
+        password=db["PASSWORD"] or None,
+        host=db["HOST"] or None,
+        port=db["PORT"] or None,
+        connect_timeout=max(1, int(CHECK_TIMEOUT)),
+    ) as probe:
+        probe.execute("SELECT 1")
     if not _migrated:
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())

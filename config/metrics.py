@@ -39,6 +39,10 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # Each process writes its own files there from the first metric on; a missing directory would fail them.
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 REQUEST_SECONDS = Histogram(

@@ -54,7 +54,14 @@ def _close(iterator: Iterator[bytes]) -> None:
         connections.close_all()
 
 
-async def stream_async(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+def stream_async(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """Called by the view, in its request thread: the request's own database connection goes back to the pool
+    now rather than when the stream ends, so open streams do not each hold one."""
+    connections.close_all()
+    return _stream(chunks)
+
+
+async def _stream(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     iterator = iter(chunks)

@@ -70,6 +70,15 @@ DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.
 # connections: sync views run in short-lived threads whose connections would outlive them. The Celery
 # workers keep theirs (docker-compose.yml sets 60 for them).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# With connections per request, a pool per process keeps them from being opened each time and bounds how many
+# one process holds (hundreds of concurrent requests wait for one of these instead of exhausting PostgreSQL).
+DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=20)
+if DATABASES["default"]["CONN_MAX_AGE"] == 0 and DATABASE_POOL_MAX_SIZE > 0:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DATABASE_POOL_MAX_SIZE,
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+    }
 # A dead database is reported within seconds (readiness, requests) rather than after the OS's TCP timeout.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -77,7 +86,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:63799/0")
 # Prefix for keys this app writes to Redis directly (rate limits, crawl host slots).
 REDIS_KEY_PREFIX = env("REDIS_KEY_PREFIX", default="")
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": REDIS_KEY_PREFIX,
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -114,11 +114,20 @@ def web_server(
 ) -> Iterator[WebServer]:
     """gunicorn as the image runs it (`server="asgi"`), or today's threaded WSGI server (`"gthread"`)."""
     port = free_port()
+    # The deployment's own settings (connection pool included), on the test session's database and Redis
+    # databases, with its key prefix, so nothing it writes is seen by another session.
+    from django.conf import settings
+
+    redis_server = settings.REDIS_URL.rsplit("/", 1)[0]
     environment = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "GROUNDED_TEST_RUN": test_run_id,
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "DJANGO_DEBUG": "false",
         "DATABASE_URL": database_url,
+        "REDIS_URL": f"{redis_server}/15",
+        "CELERY_BROKER_URL": f"{redis_server}/14",
+        "REDIS_KEY_PREFIX": settings.REDIS_KEY_PREFIX,
+        "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8",  # the fake model runs on loopback
         "WEB_BIND_HOST": "127.0.0.1",
         "PORT": str(port),
         "LOG_LEVEL": "WARNING",
