@@ -2,6 +2,8 @@
 # `make bench`: benchmarks that print figures beside a baseline measured in the same run.
 #   1. crawl + extract and parsing throughput (tests/bench/test_ingestion_bench.py)
 #   1b. PDF text-layer pages/s beside pypdf (tests/bench/test_parsing_bench.py)
+#   1c. 300 concurrent widget chat streams, ASGI beside the old threaded server (tests/bench/test_streaming_bench.py;
+#       GROUNDED_BENCH_STREAMS for another count)
 #   2. retrieval at scale: one workspace of 100,000 then 1,000,000 synthetic chunks
 #      (GROUNDED_BENCH_SIZES="100000" for the shorter run; the 1M run takes tens of minutes on 2 cores)
 # Retrieval quality on SciFact is `manage.py evaluate_retrieval`; see docs/BENCHMARKS.md.
@@ -14,6 +16,7 @@ source .local/env
 export DJANGO_SETTINGS_MODULE=config.settings.test
 .venv/bin/python -m pytest tests/bench/test_ingestion_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_parsing_bench.py -m bench -q -s "$@"
+.venv/bin/python -m pytest tests/bench/test_streaming_bench.py -m bench -q -s "$@"
 for chunks in ${GROUNDED_BENCH_SIZES:-100000 1000000}; do
   GROUNDED_BENCH_CHUNKS="$chunks" .venv/bin/python -m pytest tests/bench/test_retrieval_scale.py -m bench -q -s "$@"
 done

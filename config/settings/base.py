@@ -307,7 +307,7 @@ METRICS_TOKEN = env("METRICS_TOKEN", default="")
 WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
 # Threads per web process that advance chat streams one event at a time (config/streaming.py): streams
 # beyond this many wait their turn on the event loop without a thread.
-STREAM_THREADS = env.int("STREAM_THREADS", default=64)
+STREAM_THREADS = env.int("STREAM_THREADS", default=16)
 SENTRY_DSN = env("SENTRY_DSN", default="")
 SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
 SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
