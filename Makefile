@@ -19,3 +19,4 @@ lint:
 # Re-resolve the hashed lock after editing pyproject.toml.
 lock:
 	@.venv/bin/pip-compile -q --generate-hashes --extra dev --strip-extras -o requirements.lock pyproject.toml
+	@.venv/bin/pip-compile -q --generate-hashes --strip-extras -o requirements-runtime.lock pyproject.toml

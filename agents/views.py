@@ -10,6 +10,7 @@ import json
 import uuid
 
 from django.contrib.auth.decorators import login_required
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
@@ -54,7 +55,7 @@ def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
             show_hits=True,
             show_errors=True,
         )
-    return event_stream_response(events)
+    return event_stream_response(events, asgi=isinstance(request, ASGIRequest))
 
 
 def _uuid_or_none(value: object) -> uuid.UUID | None:

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from config.logging import operator_detail
 from ingestion.chunking import chunk_id, chunk_text
 from ingestion.failures import nothing_indexed
 from ingestion.kinds.registry import get_kind
@@ -140,7 +141,10 @@ def _build_chunks(document: Document) -> list[Chunk]:
 
 def _fail_document(document: Document, message: str, detail: str) -> None:
     Document.objects.filter(id=document.id).update(
-        status=Status.FAILED, error=message[:500], error_detail=detail, failure_class="indexing"
+        status=Status.FAILED,
+        error=message[:500],
+        error_detail=operator_detail(detail),
+        failure_class="indexing",
     )
 
 

@@ -24,6 +24,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from config import metrics
+from config.logging import operator_detail
 from ingestion import sync
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
@@ -86,7 +88,7 @@ def _listing_failed(source: Source, message: str, detail: str) -> None:
         )
     else:
         Source.objects.filter(id=source.id).update(
-            status=Status.FAILED, error=message[:500], error_detail=detail
+            status=Status.FAILED, error=message[:500], error_detail=operator_detail(detail)
         )
     sync.finish(source_id=source.id, listing_error=message)
 
@@ -249,6 +251,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             Document.objects.filter(id=document.id).update(
                 status=Status.DONE, sync_outcome="unchanged", **fetched
             )
+            metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
             return PageOutcome()
         if extracted is None:
             try:
@@ -262,6 +265,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             Document.objects.filter(id=document.id).update(
                 status=Status.DONE, sync_outcome="unchanged", **fetched
             )
+            metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
             return PageOutcome()
         Document.objects.filter(id=document.id).update(
             status=Status.INDEXING,
@@ -272,6 +276,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             sync_outcome="changed" if document.content_hash else "added",
             **fetched,
         )
+        metrics.PAGES_CRAWLED.labels(outcome="fetched").inc()
         return PageOutcome(index=True)
 
 
@@ -305,14 +310,22 @@ def _note(document: Document, message: str, detail: str, *, status: str, waits_f
     # A page that waits on purpose carries its own deadline: the sweeper leaves it alone until then.
     due_by = timezone.now() + timezone.timedelta(seconds=waits_for + settings.CRAWL_STALLED_AFTER)
     Document.objects.filter(id=document.id).update(
-        status=status, error=message[:500], error_detail=detail, due_by=due_by if waits_for else None
+        status=status,
+        error=message[:500],
+        error_detail=operator_detail(detail),
+        due_by=due_by if waits_for else None,
     )
 
 
 def _fail(document: Document, message: str, detail: str, *, failure: str) -> PageOutcome:
     Document.objects.filter(id=document.id).update(
-        status=Status.FAILED, error=message[:500], error_detail=detail, failure_class=failure, due_by=None
+        status=Status.FAILED,
+        error=message[:500],
+        error_detail=operator_detail(detail),
+        failure_class=failure,
+        due_by=None,
     )
+    metrics.PAGES_CRAWLED.labels(outcome="failed").inc()
     return PageOutcome()
 
 

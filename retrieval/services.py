@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
+from config import metrics
 from config.backends import embedders, rerankers, vector_stores
 from retrieval import cache as semantic_cache
 from retrieval import keyword
@@ -76,7 +77,10 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     """Embed passages in batches of EMBED_BATCH_SIZE, one provider call per batch."""
     embedder = embedders["default"]
     batch = max(1, settings.EMBED_BATCH_SIZE)
-    parts = [embedder.embed_documents(texts[i : i + batch]) for i in range(0, len(texts), batch)]
+    parts = []
+    for i in range(0, len(texts), batch):
+        with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
+            parts.append(embedder.embed_documents(texts[i : i + batch]))
     return np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
 
 
@@ -95,6 +99,7 @@ def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = 
     )
     _record_embedding_model(workspace_id=workspace_id, chunks=chunks, model_name=embedder.model_name)
     _searches_changed(workspace_id)
+    metrics.CHUNKS_EMBEDDED.inc(len(records))
 
 
 def _record_embedding_model(*, workspace_id: int, chunks: list[Chunk], model_name: str) -> None:
@@ -249,15 +254,24 @@ def _search_passages(
 ) -> tuple[list[Passage], bool]:
     """The passages, and whether the reranker asked for (if any) ranked them."""
     params = params or SearchParams()
+    with metrics.timed(metrics.SEARCH_SECONDS, mode=params.mode):
+        return _search_passages(workspace_id=workspace_id, query=query, params=params, agent_id=agent_id)
+
+
+def _search_passages(
+    *, workspace_id: int, query: str, params: SearchParams, agent_id: int | None
+) -> list[Passage]:
     if agent_id is None:
         ranked = search_hits(workspace_id=workspace_id, query=query, params=params)
     else:
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
-        vector = embedders["default"].embed_query(query)
+        with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
+            vector = embedders["default"].embed_query(query)
         params_key = semantic_cache.params_key(asdict(params))
         ranked = semantic_cache.lookup(
             workspace_id=workspace_id, agent_id=agent_id, vector=vector, params_key=params_key
         )
+        metrics.semantic_cache_lookup(hit=ranked is not None)
         if ranked is None:
             ranked = search_hits(workspace_id=workspace_id, query=query, params=params, vector=vector)
             semantic_cache.store(

@@ -9,6 +9,12 @@ bash scripts/setup.sh
 # shellcheck disable=SC1091
 source .local/env
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.local}"
+# DEBUG off, as in production: unknown URLs get the product's 404 page, not Django's debug page (which lists
+# every URL pattern to anyone); whitenoise serves the static files collectstatic gathers below.
+export DJANGO_DEBUG="${DJANGO_DEBUG:-false}"
+# Metrics of every process (web workers, Celery pool processes) in one directory, emptied at each start.
+export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$ROOT/.local/metrics}"
+rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
 
@@ -32,9 +38,11 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-.venv/bin/gunicorn config.wsgi --bind "127.0.0.1:$PORT" --workers 2 --worker-class gthread --threads 4 \
-  --access-logfile - --log-level warning &
+# The same server as the image: uvicorn workers under gunicorn, serving the ASGI application.
+WEB_BIND_HOST=127.0.0.1 PORT="$PORT" LOG_FORMAT="${LOG_FORMAT:-console}" \
+  .venv/bin/gunicorn config.asgi:application -c config/gunicorn.py &
 pids+=($!)
+export LOG_FORMAT="${LOG_FORMAT:-console}"  # people read this terminal; the image logs JSON
 .venv/bin/celery -A config worker -Q crawl -n "crawl@%h" --concurrency 2 --loglevel INFO &
 pids+=($!)
 .venv/bin/celery -A config worker -Q index -n "index@%h" --concurrency 1 --loglevel INFO &

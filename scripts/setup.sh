@@ -24,11 +24,8 @@ as_root() {
 }
 
 # --- system packages ---------------------------------------------------------------------------
-# Chromium for JS-rendered pages and the UI tests; Tesseract for scanned PDFs; antiword, catdoc and
-# LibreOffice (headless, no GUI) for legacy .doc/.xls files.
-APT_PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR redis-server chromium
-              build-essential dpkg-dev tesseract-ocr tesseract-ocr-eng antiword catdoc
-              libreoffice-writer-nogui libreoffice-calc-nogui)
+# One list for this script and the Dockerfile: scripts/system-packages.txt (this machine needs all of them).
+mapfile -t APT_PACKAGES < <(sed -e 's/#.*//' "$ROOT/scripts/system-packages.txt" | awk 'NF {print $1}')
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

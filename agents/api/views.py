@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
@@ -21,6 +22,7 @@ from agents import services
 from agents.api import auth
 from agents.models import Agent, Conversation, Message
 from agents.visitor import Visitor
+from config.streaming import stream_async
 from sources.tenancy import activate_workspace, deactivate_workspace
 
 log = logging.getLogger(__name__)
@@ -136,8 +138,10 @@ def sse(events: Iterator[dict]) -> Iterator[bytes]:
         yield f"event: error\ndata: {json.dumps(failure)}\n\n".encode()
 
 
-def event_stream_response(events: Iterator[dict]) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(sse(events), content_type="text/event-stream")
+def event_stream_response(events: Iterator[dict], *, asgi: bool = False) -> StreamingHttpResponse:
+    # Under ASGI an async iterator: the stream waits on the event loop, not in a thread (config/streaming.py).
+    content = stream_async(sse(events)) if asgi else sse(events)
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # let nginx-style proxies pass events through at once
     return response
@@ -155,7 +159,7 @@ class ChatStreamView(AgentPublicView):
         summary="Ask the agent; the answer streamed as Server-Sent Events.",
     )
     def post(self, request: Request, public_key: str) -> StreamingHttpResponse:
-        return event_stream_response(self.turn(request))
+        return event_stream_response(self.turn(request), asgi=isinstance(request._request, ASGIRequest))
 
 
 class ConversationView(AgentPublicView):

@@ -6,6 +6,8 @@ from pathlib import Path
 import environ
 from kombu import Queue
 
+from config.logging import init_sentry, logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
 
@@ -27,9 +29,11 @@ INSTALLED_APPS = [
     "retrieval",
     "agents",
     "integrations",
+    "django_structlog",
 ]
 
 MIDDLEWARE = [
+    "config.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -38,10 +42,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Binds a request id to every log line of the request, and hands it to the Celery tasks it queues.
+    "django_structlog.middlewares.RequestMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -59,13 +66,33 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+# 0 (a connection per request) because the web server is ASGI, where Django's docs advise against persistent
+# connections: sync views run in short-lived threads whose connections would outlive them. The Celery
+# workers keep theirs (docker-compose.yml sets 60 for them).
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# With connections per request, a pool per process keeps them from being opened each time and bounds how many
+# one process holds (hundreds of concurrent requests wait for one of these instead of exhausting PostgreSQL).
+DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=20)
+if DATABASES["default"]["CONN_MAX_AGE"] == 0 and DATABASE_POOL_MAX_SIZE > 0:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DATABASE_POOL_MAX_SIZE,
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+    }
+# A dead database is reported within seconds (readiness, requests) rather than after the OS's TCP timeout.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:63799/0")
 # Prefix for keys this app writes to Redis directly (rate limits, crawl host slots).
 REDIS_KEY_PREFIX = env("REDIS_KEY_PREFIX", default="")
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": REDIS_KEY_PREFIX,
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -116,6 +143,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=90)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=120)
 # Redis redelivers an unacknowledged message after this long; it must exceed the longest task.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Workers log through Django's LOGGING (JSON lines), not Celery's own root-logger format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-crawls": {"task": "ingestion.tasks.crawl_sweep_stalled", "schedule": 60.0},
@@ -144,6 +173,11 @@ VECTOR_STORES = {
                 "url": env("QDRANT_URL", default="http://127.0.0.1:6333"),
                 "api_key": env("QDRANT_API_KEY", default=""),
                 "collection": env("QDRANT_COLLECTION", default="grounded_chunks"),
+                # Qdrant cluster mode: applied when the store creates its collection (unset: Qdrant's
+                # defaults). An existing collection keeps its layout; see README "Running at scale".
+                "shard_number": env.int("QDRANT_SHARD_NUMBER", default=None),
+                "replication_factor": env.int("QDRANT_REPLICATION_FACTOR", default=None),
+                "write_consistency_factor": env.int("QDRANT_WRITE_CONSISTENCY_FACTOR", default=None),
             }
             if _VECTOR_STORE_BACKEND.endswith("QdrantStore")
             else {
@@ -301,12 +335,26 @@ PUSH_BATCH_MAX_DOCUMENTS = env.int("PUSH_BATCH_MAX_DOCUMENTS", default=200)
 PUSH_MAX_REQUEST_BYTES = env.int("PUSH_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
 SEARCH_MAX_TOP_K = 50
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-}
+# --- Operations: logs, metrics, errors (config/logging.py, config/metrics.py, config/health.py) ---
+# JSON lines by default (one object per line, with request_id); LOG_FORMAT=console for people at a terminal.
+LOG_FORMAT = env("LOG_FORMAT", default="json")
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
+DJANGO_STRUCTLOG_CELERY_ENABLED = True
+# Take the request id from the proxy's X-Request-ID header (only behind a proxy that sets it: a client could
+# otherwise choose the id its requests are logged under). A new UUID per request when off.
+DJANGO_STRUCTLOG_TRUST_UPSTREAM_REQUEST_ID = env.bool("LOG_TRUST_REQUEST_ID_HEADER", default=False)
+# `/metrics` answers only with `Authorization: Bearer METRICS_TOKEN`; unset, it is off (404).
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# A worker on another machine than the web serves its metrics on this port (0: off; see README).
+WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+# Threads per web process that advance chat streams one event at a time (config/streaming.py): streams
+# beyond this many wait their turn on the event loop without a thread.
+STREAM_THREADS = env.int("STREAM_THREADS", default=16)
+SENTRY_DSN = env("SENTRY_DSN", default="")
+SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
+SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
+init_sentry(SENTRY_DSN, environment=SENTRY_ENVIRONMENT, traces_sample_rate=SENTRY_TRACES_SAMPLE_RATE)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Grounded API",

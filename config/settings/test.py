@@ -10,6 +10,9 @@ from .base import CELERY_BROKER_TRANSPORT_OPTIONS, DATABASES, env
 # Redis keys. The session's worker processes inherit the id through GROUNDED_TEST_RUN.
 TEST_RUN_ID = env("GROUNDED_TEST_RUN", default=str(os.getpid()))
 DATABASES["default"]["TEST"] = {"NAME": f"test_grounded_{TEST_RUN_ID}"}
+# No pool in the test process and its workers: pytest-django renames the database after settings load, and
+# each test's transaction needs its own connection. Servers started by tests use the production path.
+DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
 REDIS_KEY_PREFIX = f"t{TEST_RUN_ID}:"
 
 DEBUG = False

@@ -101,6 +101,9 @@ class QdrantStore(VectorStore):
         average_length: float = 256.0,
         keyword_candidates: int = 200,
         ef_search: int = 100,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
+        write_consistency_factor: int | None = None,
     ) -> None:
         """`url` (+ `api_key`) for a server; `location=":memory:"` or `path` (a directory) for local mode.
 
@@ -128,6 +131,16 @@ class QdrantStore(VectorStore):
         self.keyword_candidates = int(keyword_candidates)
         self.ef_search = int(ef_search)
         self._dimensions: int | None = None  # the collection's dense size, once it is known to exist
+        # Cluster layout, passed when the collection is created; None leaves Qdrant's default.
+        self.cluster_options = {
+            name: value
+            for name, value in (
+                ("shard_number", shard_number),
+                ("replication_factor", replication_factor),
+                ("write_consistency_factor", write_consistency_factor),
+            )
+            if value is not None
+        }
 
     def close(self) -> None:
         """Release the client (local mode holds a lock on its directory until closed)."""
@@ -343,6 +356,7 @@ class QdrantStore(VectorStore):
                 # Qdrant's multitenancy layout: no global graph, one graph per workspace (payload_m), since
                 # every search is filtered by workspace.
                 hnsw_config=models.HnswConfigDiff(m=0, payload_m=16),
+                **self.cluster_options,
             )
         except UnexpectedResponse as exc:
             if exc.status_code != 409:  # 409: another process created it first, which is fine

@@ -1,0 +1,78 @@
+"""Serving a synchronous event generator (a chat turn) as an ASGI stream.
+
+Under ASGI, Django buffers a sync iterator whole before sending it, so the chat stream hands Django this async
+iterator instead. Each step of the generator (up to its next event) runs in a shared, bounded thread pool
+(STREAM_THREADS), and the stream waits on the event loop in between: an open stream holds no thread while it
+waits for the client, between events, or while it is queued, only while its turn computes (retrieval, the
+extractive answer) or reads the model's next tokens. One web process therefore holds as many open streams as
+it has sockets, with at most STREAM_THREADS of them working at once.
+
+All steps of one stream run in one `contextvars.Context`, so the workspace scope and the request id the turn
+sets in one step are still there in the next, whichever pool thread runs it. Database connections opened by a
+step are closed when it ends, so the pool never keeps a connection idle between streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import connections
+
+_END = object()
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def pool() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=settings.STREAM_THREADS, thread_name_prefix="stream")
+        return _pool
+
+
+def _step(iterator: Iterator[bytes]) -> object:
+    try:
+        return next(iterator, _END)
+    finally:
+        connections.close_all()
+
+
+def _close(iterator: Iterator[bytes]) -> None:
+    close = getattr(iterator, "close", None)
+    try:
+        if close is not None:
+            close()  # runs the turn's `finally` blocks (e.g. leaving the workspace scope)
+    except ValueError:
+        pass  # still running its last step in another thread; it is collected when that ends
+    finally:
+        connections.close_all()
+
+
+def stream_async(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """Called by the view, in its request thread: the request's own database connection goes back to the pool
+    now rather than when the stream ends, so open streams do not each hold one."""
+    connections.close_all()
+    return _stream(chunks)
+
+
+async def _stream(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    iterator = iter(chunks)
+    finished = False
+    try:
+        while True:
+            chunk = await loop.run_in_executor(pool(), context.run, _step, iterator)
+            if chunk is _END:
+                finished = True
+                return
+            yield chunk  # type: ignore[misc]
+    finally:
+        if not finished:  # the client went away mid-stream: end the turn without waiting for it
+            pool().submit(context.run, _close, iterator)

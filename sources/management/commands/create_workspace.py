@@ -1,0 +1,72 @@
+"""The first step after `docker compose up`: a workspace, its owner, and an API key.
+
+The owner gets no password here: the command prints a one-time link to set one (Django's password-reset
+token: it stops working once used, since it depends on the password, and after PASSWORD_RESET_TIMEOUT).
+The API key is printed once; only its hash is kept.
+"""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.validators import validate_email
+from django.db import transaction
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+from django.utils.text import slugify
+
+from sources.models import Membership, Workspace
+from sources.services import api_key_create
+from sources.tenancy import workspace_scope
+
+
+class Command(BaseCommand):
+    help = "Create a workspace with its owner; print a one-time set-password link and an API key."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--name", required=True, help="The workspace's name, e.g. 'Acme'.")
+        parser.add_argument("--owner-email", required=True, help="The owner's email; also their username.")
+        parser.add_argument("--slug", default="", help="Defaults to the name, slugified.")
+        parser.add_argument(
+            "--base-url", default="http://localhost:8000", help="The site's public address, for the link."
+        )
+        parser.add_argument(
+            "--plan", default="", help="Accepted for scripts written ahead of plans; not stored yet."
+        )
+
+    def handle(self, *args: object, **options: str) -> None:
+        name, email = options["name"].strip(), options["owner_email"].strip().lower()
+        slug = options["slug"] or slugify(name)
+        try:
+            validate_email(email)
+        except ValidationError as exc:
+            raise CommandError(f"{email!r} is not an email address.") from exc
+        if not name or not slug:
+            raise CommandError("Give the workspace a name with at least one letter or digit.")
+        if Workspace.objects.filter(slug=slug).exists():
+            raise CommandError(f"A workspace with the slug {slug!r} exists already; pass another --slug.")
+        users = get_user_model()
+        with transaction.atomic():
+            workspace = Workspace.objects.create(name=name[:200], slug=slug[:80])
+            owner = users.objects.filter(username=email).first()
+            if owner is None:
+                owner = users.objects.create_user(email, email)  # no usable password until the link is used
+            with workspace_scope(workspace.id):
+                Membership.objects.create(user=owner, role=Membership.Role.OWNER)
+            _api_key, raw_key = api_key_create(workspace=workspace, name="created with the workspace")
+        uid = urlsafe_base64_encode(force_bytes(owner.pk))
+        path = reverse(
+            "set-password", kwargs={"uidb64": uid, "token": default_token_generator.make_token(owner)}
+        )
+        link = options["base_url"].rstrip("/") + path
+        self.stdout.write(
+            f"Workspace:     {workspace.name} ({workspace.slug})\n"
+            f"Owner:         {email} (sign in with this email as the username)\n"
+            f"Set password:  {link}\n"
+            f"               (works once; open it before anyone else can)\n"
+            f"API key:       {raw_key}\n"
+            f"               (shown only now; create more in the web UI or with create_api_key)\n"
+        )
+        if options["plan"]:
+            self.stderr.write(f"Note: plans are not stored yet; --plan {options['plan']!r} was ignored.")
