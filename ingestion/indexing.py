@@ -120,7 +120,9 @@ def _build_chunks(document: Document) -> list[Chunk]:
                 position=piece.position,
                 text=piece.text,
                 metadata={
-                    # Who may retrieve this chunk; visitors see "public" plus what their token grants.
+                    # The source's metadata (ingestion/labels.py), then who may retrieve this chunk: visitors
+                    # see "public" plus what their token grants.
+                    **(source.config.get("metadata") or {}),
                     "audience": source.config.get("audience") or ["public"],
                     # A document's own keys (a pushed document's metadata and audience) come next, and the
                     # keys we set last, so no document can claim another agent or workspace.
