@@ -16,7 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.request import Request
 
 from agents.models import Agent
-from agents.visitor import Visitor, VisitorTokenError, verify
+from agents.visitor import Visitor, VisitorTokenError, verify_any, workspace_secrets
 
 
 class TooManyRequests(exceptions.APIException):
@@ -96,6 +96,6 @@ def visitor_for(agent: Agent, request: Request) -> Visitor:
     if not token:
         return Visitor()
     try:
-        return verify(agent.workspace.visitor_secret, token)
+        return verify_any(workspace_secrets(agent.workspace), token)
     except VisitorTokenError as exc:
         raise BadVisitorToken(str(exc)) from exc

@@ -335,4 +335,6 @@ WIDGET_RATE_PER_ADDRESS = env.int("WIDGET_RATE_PER_ADDRESS", default=30)  # per 
 WIDGET_MAX_REQUEST_BYTES = env.int("WIDGET_MAX_REQUEST_BYTES", default=16_384)
 WIDGET_MAX_MESSAGE_CHARS = env.int("WIDGET_MAX_MESSAGE_CHARS", default=4_000)
 TRUSTED_PROXY_HEADER = env("TRUSTED_PROXY_HEADER", default="")
+# After "rotate", tokens signed with the old visitor secret stay valid this long.
+VISITOR_SECRET_GRACE_SECONDS = env.int("VISITOR_SECRET_GRACE_SECONDS", default=24 * 3600)
 AUTO_SOURCES_PER_HOUR = env.int("AUTO_SOURCES_PER_HOUR", default=20)  # per agent
