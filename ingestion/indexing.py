@@ -133,7 +133,7 @@ def _build_chunks(document: Document) -> list[Chunk]:
                     "url": document.url,
                     "workspace_id": document.workspace_id,
                     "source_id": document.source_id,
-                    "lang": document.language,
+                    "lang": (source.config.get("metadata") or {}).get("lang") or document.language,
                 },
             )
         )

@@ -3,7 +3,8 @@
 They are kept in Source.config (`audience`, `metadata`) beside the kind's own settings, and copied onto every
 chunk by ingestion.indexing._build_chunks. The rules are those of a pushed document's (ingestion.push_input):
 metadata keys are identifiers that Grounded does not set itself, values a string, number, boolean or a list of
-them; audiences are 1 to 50 short names, ["public"] when none are given.
+them; audiences are 1 to 50 short names, ["public"] when none are given. One key differs: a source may say
+its `lang` (its documents' detected language is used otherwise).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from sources.models import ACTIVE_STATUSES, Source
 from sources.tenancy import workspace_scope
 
 PUBLIC = "public"
+#: Keys Grounded sets on chunks that a source's owner may state instead: the language, when detection is wrong.
+SOURCE_MAY_SET = frozenset({"lang"})
 SCALARS = (str, int, float, bool)
 
 
@@ -51,7 +54,7 @@ def clean_metadata(value: Any) -> dict[str, Any]:
         items = item if isinstance(item, list) else [item]
         if not isinstance(key, str) or not FILTER_KEY.match(key):
             problems.append(f"{key!r}: a key is letters, digits and underscores, not starting with a digit.")
-        elif key in RESERVED_METADATA:
+        elif key in RESERVED_METADATA - SOURCE_MAY_SET:
             problems.append(f"{key!r} is set by Grounded; use another key (audiences go in `audiences`).")
         elif not all(isinstance(v, SCALARS) for v in items) or len(items) > MAX_LIST_ITEMS:
             problems.append(f"{key!r}: a string, number or boolean, or a list of up to {MAX_LIST_ITEMS}.")
