@@ -27,7 +27,7 @@ from sources.models import ACTIVE_STATUSES, Source
 from sources.tenancy import workspace_scope
 
 PUBLIC = "public"
-#: Keys Grounded sets on chunks that a source's owner may state instead: the language, when detection is wrong.
+#: Keys Grounded sets on chunks that a source may state instead: its language, when detection is wrong.
 SOURCE_MAY_SET = frozenset({"lang"})
 SCALARS = (str, int, float, bool)
 
