@@ -122,12 +122,16 @@ NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such agent in
 class AgentListView(WorkspaceAPIView):
     @extend_schema(
         operation_id="agents_list",
-        parameters=PAGE_PARAMETERS,
+        parameters=[OpenApiParameter("q", str, description="Words in the agent's name."), *PAGE_PARAMETERS],
         responses={200: page_of("AgentPage", AgentSerializer(many=True)), **ERRORS},
     )
     def get(self, request: Request) -> Response:
+        agents = Agent.objects.all()
+        query = (request.query_params.get("q") or "").strip()
+        if query:
+            agents = agents.filter(name__icontains=query)
         paginator = NewestFirst()
-        page = paginator.paginate_queryset(Agent.objects.all(), request, view=self)
+        page = paginator.paginate_queryset(agents, request, view=self)
         return paginator.get_paginated_response(AgentSerializer(page, many=True).data)
 
     @extend_schema(

@@ -16,7 +16,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,6 +23,7 @@ from ingestion import push
 from retrieval.stores.base import InvalidFilter, validate_filters
 from sources.api.base import WorkspaceAPIView
 from sources.api.errors import invalid
+from sources.api.listing import Q_PARAMETER, NewestFirst, filter_documents, page_of
 from sources.api.serializers import ErrorDetailSerializer, ErrorSerializer
 from sources.models import Document, Status
 
@@ -129,11 +129,8 @@ def _check_body_size(request: Request) -> Response | None:
 # --- views ---------------------------------------------------------------------------------------------
 
 
-class DocumentPagination(CursorPagination):
+class DocumentPagination(NewestFirst):
     ordering = "external_id"
-    page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
 
 
 class AgentDocumentListView(WorkspaceAPIView):
@@ -147,18 +144,12 @@ class AgentDocumentListView(WorkspaceAPIView):
                 description='Metadata to match, as JSON: {"type": "guide"} (a list matches any of it).',
             ),
             OpenApiParameter("status", OpenApiTypes.STR, enum=list(Status.values)),
+            Q_PARAMETER,
             OpenApiParameter("cursor", OpenApiTypes.STR, description="From the previous page's `next`."),
             OpenApiParameter("page_size", OpenApiTypes.INT, description="1 to 1000; 100 by default."),
         ],
         responses={
-            200: inline_serializer(
-                "PushedDocumentPage",
-                {
-                    "next": serializers.URLField(allow_null=True),
-                    "previous": serializers.URLField(allow_null=True),
-                    "results": PushedDocumentSerializer(many=True),
-                },
-            ),
+            200: page_of("PushedDocumentPage", PushedDocumentSerializer(many=True)),
             404: NOT_FOUND,
         },
     )
@@ -173,6 +164,7 @@ class AgentDocumentListView(WorkspaceAPIView):
             )
         except push.AgentNotFound as exc:
             raise Http404 from exc
+        documents = filter_documents(documents, request)
         paginator = DocumentPagination()
         page = paginator.paginate_queryset(documents, request, view=self)
         return paginator.get_paginated_response(PushedDocumentSerializer(page, many=True).data)

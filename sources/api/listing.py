@@ -97,6 +97,19 @@ def filter_sources(sources: QuerySet, request: Request) -> QuerySet:
     return sources
 
 
+def filter_documents(documents: QuerySet, request: Request) -> QuerySet:
+    """?status= and ?q= (in the title or the address) on a list of documents."""
+    wanted = status_param(request)
+    if wanted is not None:
+        documents = documents.filter(status=wanted)
+    query = (request.query_params.get("q") or "").strip()
+    if query:
+        documents = documents.filter(Q(title__icontains=query) | Q(url__icontains=query))
+    return documents
+
+
+Q_PARAMETER = OpenApiParameter("q", OpenApiTypes.STR, description="Words in the title or the address.")
+
 SOURCE_FILTERS: list[Any] = [
     OpenApiParameter("agent", OpenApiTypes.INT, description="Only this agent's sources."),
     OpenApiParameter("kind", OpenApiTypes.STR, description="text, url, sitemap, feed, upload, push, ..."),

@@ -23,12 +23,13 @@ from sources.api.base import WorkspaceAPIView
 from sources.api.errors import ApiError, invalid
 from sources.api.listing import (
     PAGE_PARAMETERS,
+    Q_PARAMETER,
     SOURCE_FILTERS,
     NewestFirst,
     OldestFirst,
+    filter_documents,
     filter_sources,
     page_of,
-    status_param,
 )
 from sources.api.serializers import (
     DocumentSerializer,
@@ -246,6 +247,7 @@ class SourceDocumentsView(WorkspaceAPIView):
         parameters=[
             SOURCE_ID,
             OpenApiParameter("status", str, enum=["pending", "crawling", "indexing", "done", "failed"]),
+            Q_PARAMETER,
             *PAGE_PARAMETERS,
         ],
         responses={
@@ -256,10 +258,7 @@ class SourceDocumentsView(WorkspaceAPIView):
         },
     )
     def get(self, request: Request, source_id: int) -> Response:
-        documents = _source(source_id).documents.all()
-        wanted = status_param(request)
-        if wanted is not None:
-            documents = documents.filter(status=wanted)
+        documents = filter_documents(_source(source_id).documents.all(), request)
         paginator = OldestFirst()
         page = paginator.paginate_queryset(documents, request, view=self)
         return paginator.get_paginated_response(DocumentSerializer(page, many=True).data)

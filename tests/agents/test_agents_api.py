@@ -29,6 +29,8 @@ def test_an_agent_is_created_with_its_settings_and_listed(api):
     listed = api.get("/api/v1/agents").json()
     assert listed["count"] == 1 and [a["id"] for a in listed["results"]] == [body["id"]]
     assert api.get(f"/api/v1/agents/{body['id']}").json()["name"] == "Billing bot"
+    assert api.get("/api/v1/agents", {"q": "billing"}).json()["count"] == 1
+    assert api.get("/api/v1/agents", {"q": "garden"}).json()["count"] == 0
 
 
 def test_every_setting_of_the_settings_page_can_be_changed(api, agent):
@@ -145,6 +147,9 @@ def test_the_widget_and_documents_apis_still_answer_beside_the_agents_api(api, c
     put = api.put(f"/api/v1/agents/{agent.id}/documents/faq", {"text": "Kettles boil fast."}, format="json")
     assert put.status_code == 202
     assert api.get(f"/api/v1/agents/{agent.id}/documents").json()["results"][0]["external_id"] == "faq"
+    api.put(f"/api/v1/agents/{agent.id}/documents/care", {"title": "Care", "text": "Descale."}, format="json")
+    found = api.get(f"/api/v1/agents/{agent.id}/documents", {"q": "care"}).json()
+    assert found["count"] == 1 and found["results"][0]["external_id"] == "care"
     init = client.post(
         f"/api/v1/agents/{agent.public_key}/widget/init",
         {},

@@ -177,6 +177,11 @@ def test_sources_are_listed_a_page_at_a_time_with_filters(api, workspace, agent,
     assert [s["id"] for s in api.get("/api/v1/sources", {"q": "guide 2"}).json()["results"]] == [ids[2]]
     assert api.get("/api/v1/sources", {"kind": "url"}).json()["count"] == 0
     assert api.get("/api/v1/sources", {"kind": "text", "agent": agent.id}).json()["count"] == 3
+    with workspace_scope(workspace.id):
+        doc_title = Source.objects.get(id=ids[0]).documents.get().title
+    documents = api.get(f"/api/v1/sources/{ids[0]}/documents", {"q": doc_title}).json()
+    assert documents["count"] == 1
+    assert api.get(f"/api/v1/sources/{ids[0]}/documents", {"q": "no such words"}).json()["count"] == 0
     for bad in ({"kind": "nope"}, {"status": "broken"}, {"agent": "x"}):
         assert api.get("/api/v1/sources", bad).json()["error"]["code"] == "invalid"
 
