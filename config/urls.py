@@ -1,9 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config import health, metrics
+from sources.api import schema  # noqa: F401  (registers the authentication schemes)
+from sources.api.errors import json_error_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -21,6 +23,13 @@ urlpatterns = [
         ),
         name="set-password",
     ),
+    # Browsable documentation of the schema above (Swagger UI to try calls, Redoc to read).
+    path("api/v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/redoc", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("", include("agents.urls")),
     path("", include("sources.urls")),
 ]
+
+# Unknown URLs and crashes under /api/ answer in the API's error shape; the web UI keeps its pages.
+handler404 = json_error_view(404, "not_found", "There is nothing at this address.")
+handler500 = json_error_view(500, "server_error", "Something went wrong on our side; please try again.")

@@ -121,7 +121,9 @@ def _build_chunks(document: Document) -> list[Chunk]:
                 position=piece.position,
                 text=piece.text,
                 metadata={
-                    # Who may retrieve this chunk; visitors see "public" plus what their token grants.
+                    # The source's metadata (ingestion/labels.py), then who may retrieve this chunk: visitors
+                    # see "public" plus what their token grants.
+                    **(source.config.get("metadata") or {}),
                     "audience": source.config.get("audience") or ["public"],
                     # A document's own keys (a pushed document's metadata and audience) come next, and the
                     # keys we set last, so no document can claim another agent or workspace.
@@ -132,7 +134,7 @@ def _build_chunks(document: Document) -> list[Chunk]:
                     "url": document.url,
                     "workspace_id": document.workspace_id,
                     "source_id": document.source_id,
-                    "lang": document.language,
+                    "lang": (source.config.get("metadata") or {}).get("lang") or document.language,
                 },
             )
         )

@@ -64,10 +64,18 @@ def _queue(task_name: str, source: Source, countdown: float | None = None) -> No
 
 
 def source_create(
-    *, workspace: Workspace, agent_id: Any, kind: str, title: str, payload: dict, schedule: str | None = None
+    *,
+    workspace: Workspace,
+    agent_id: Any,
+    kind: str,
+    title: str,
+    payload: dict,
+    schedule: str | None = None,
+    labels: dict | None = None,
 ) -> Source:
     """Validate and store a new source, then queue its ingestion once the transaction commits. `schedule`
     (off/hourly/daily/weekly) applies to kinds with something to sync again; None: the workspace's default.
+    `labels`: its audiences and metadata as ingestion.labels.labels_config made them.
 
     Raises KindError (field -> messages) for anything a person should correct; nothing is written then.
     """
@@ -99,15 +107,22 @@ def source_create(
             raise KindError(errors)
         with transaction.atomic():
             source = Source.objects.create(
-                agent=agent, kind=kind, title=title, config=source_kind.settings_of(config), schedule=chosen
+                agent=agent,
+                kind=kind,
+                title=title,
+                config={**source_kind.settings_of(config), **(labels or {})},
+                schedule=chosen,
             )
             source_kind.create(source=source, config=config)
             _queue(source_kind.ingest_task, source)
     return source
 
 
-def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: str = "") -> list[Source]:
-    """One upload source per file. Limits are checked before anything is stored."""
+def upload_create(
+    *, workspace: Workspace, agent_id: Any, files: list, title: str = "", labels: dict | None = None
+) -> list[Source]:
+    """One upload source per file, each with the same `labels` (audiences, metadata). Limits are checked
+    before anything is stored."""
     if not files:
         raise KindError({"file": ["Attach at least one file."]})
     if len(files) > settings.UPLOAD_MAX_FILES_PER_REQUEST:
@@ -134,7 +149,7 @@ def upload_create(*, workspace: Workspace, agent_id: Any, files: list, title: st
                     agent=agent,
                     kind=UploadKind.name,
                     title=(title if len(files) == 1 and title else filename)[:300],
-                    config={"filename": filename},
+                    config={"filename": filename, **(labels or {})},
                     state={"size": upload.size},
                 )
                 _store(source, upload)
@@ -158,7 +173,8 @@ def upload_replace(*, source: Source, upload: Any) -> None:
     check_upload_size(upload)
     with workspace_scope(source.workspace_id):
         storage.delete_files(source.workspace_id, source.id)  # stale segments must not be read back
-        source.config = {"filename": upload_filename(upload)}
+        labels = {k: v for k, v in source.config.items() if k in ("audience", "metadata")}
+        source.config = {"filename": upload_filename(upload), **labels}
         source.state = {"size": upload.size}
         _store(source, upload)
         Source.objects.filter(id=source.id).update(config=source.config, error="", error_detail="")

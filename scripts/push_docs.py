@@ -270,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                     counts[result["result"]] += 1
                     if result["status"] >= 400:
                         failed += 1
-                        print(f"  error    {result['external_id']}: {result['errors']}", file=sys.stderr)
+                        error = result.get("error") or {}
+                        reason = error.get("fields") or error.get("message")
+                        print(f"  error    {result['external_id']}: {reason}", file=sys.stderr)
                     elif result["result"] != "unchanged":
                         print(f"  {result['result']:<9}{result['external_id']}")
         except Refused as exc:

@@ -38,6 +38,10 @@ class Workspace(models.Model):
     default_schedule = models.CharField(max_length=10, choices=Schedule.choices, default=Schedule.DAILY)
     # Signs visitor tokens (agents.visitor): the host site proves who its visitor is and what they may see.
     visitor_secret = models.CharField(max_length=64, default=new_visitor_secret)
+    # After a rotation, tokens signed with the old secret stay valid until this time, so host sites can
+    # switch over without their visitors' tokens failing (agents.visitor.rotate_visitor_secret).
+    previous_visitor_secret = models.CharField(max_length=64, blank=True)
+    previous_visitor_secret_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -26,6 +26,14 @@ urlpatterns = [
         name="app-member-remove",
     ),
     path("app/workspace/keys/new", access_views.api_key_new, name="app-api-key-new"),
+    path(
+        "app/workspace/visitor-secret", access_views.visitor_secret_reveal, name="app-visitor-secret-reveal"
+    ),
+    path(
+        "app/workspace/visitor-secret/rotate",
+        access_views.visitor_secret_rotate,
+        name="app-visitor-secret-rotate",
+    ),
     path("app/workspace/keys/<int:key_id>/revoke", access_views.api_key_revoke, name="app-api-key-revoke"),
     path("app/integrations", integration_views.integrations_page, name="app-integrations"),
     path(

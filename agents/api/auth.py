@@ -16,23 +16,26 @@ from rest_framework import exceptions, status
 from rest_framework.request import Request
 
 from agents.models import Agent
-from agents.visitor import Visitor, VisitorTokenError, verify
+from agents.visitor import Visitor, VisitorTokenError, verify_any, workspace_secrets
 
 
 class TooManyRequests(exceptions.APIException):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_detail = "Too many requests; please slow down."
+    default_code = "rate_limited"
 
 
 class BadVisitorToken(exceptions.APIException):
     # Not AuthenticationFailed: DRF turns that into 403 for views without authenticators.
     status_code = status.HTTP_401_UNAUTHORIZED
     default_detail = "The visitor token is not valid."
+    default_code = "invalid_visitor_token"
 
 
 class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request is too large."
+    default_code = "too_large"
 
 
 def agent_for_key(public_key: str) -> Agent:
@@ -93,6 +96,6 @@ def visitor_for(agent: Agent, request: Request) -> Visitor:
     if not token:
         return Visitor()
     try:
-        return verify(agent.workspace.visitor_secret, token)
+        return verify_any(workspace_secrets(agent.workspace), token)
     except VisitorTokenError as exc:
         raise BadVisitorToken(str(exc)) from exc

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -23,6 +23,8 @@ from agents.api import auth
 from agents.models import Agent, Conversation, Message
 from agents.visitor import Visitor
 from config.streaming import stream_async
+from sources.api.errors import error_body
+from sources.api.serializers import ErrorSerializer
 from sources.tenancy import activate_workspace, deactivate_workspace
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,9 @@ class ChatRequestSerializer(serializers.Serializer):
         return value
 
 
-class SourceSerializer(serializers.Serializer):
+class CitationSerializer(serializers.Serializer):
+    """A source an answer cites (not a workspace's Source of knowledge)."""
+
     number = serializers.IntegerField()
     title = serializers.CharField()
     url = serializers.URLField(allow_null=True)
@@ -46,9 +50,50 @@ class SourceSerializer(serializers.Serializer):
 
 class ChatResponseSerializer(serializers.Serializer):
     answer = serializers.CharField()
-    sources = SourceSerializer(many=True)
+    sources = CitationSerializer(many=True)
     conversation_id = serializers.UUIDField()
     metadata = serializers.DictField()
+
+
+ConversationSerializer = inline_serializer(
+    "Conversation",
+    {
+        "conversation_id": serializers.UUIDField(),
+        "messages": inline_serializer(
+            "ConversationMessage",
+            {
+                "role": serializers.ChoiceField(choices=["user", "assistant"]),
+                "content": serializers.CharField(),
+                "sources": CitationSerializer(many=True),
+                "created_at": serializers.DateTimeField(),
+            },
+            many=True,
+        ),
+    },
+)
+WidgetSettingsSerializer = inline_serializer(
+    "WidgetSettings",
+    {
+        "name": serializers.CharField(),
+        "show_sources": serializers.BooleanField(),
+        "page_queued": serializers.BooleanField(help_text="The page was queued as a source (auto sources)."),
+    },
+)
+PUBLIC_KEY = OpenApiParameter("public_key", str, OpenApiParameter.PATH, description="The agent's ag_... key.")
+VISITOR_TOKEN = OpenApiParameter(
+    "X-Visitor-Token",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="A token the host site signed with the workspace's visitor secret: its audiences widen "
+    "what may be retrieved. A forged or expired token is refused (401 invalid_visitor_token).",
+)
+WIDGET_ERRORS = {
+    401: OpenApiResponse(ErrorSerializer, description="The visitor token is not valid."),
+    403: OpenApiResponse(ErrorSerializer, description="This site (Origin) may not use this agent."),
+    404: OpenApiResponse(ErrorSerializer, description="No agent with this key."),
+    429: OpenApiResponse(ErrorSerializer, description="Too many requests from this agent or address."),
+}
 
 
 class AgentPublicView(APIView):
@@ -57,6 +102,7 @@ class AgentPublicView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes: list = []  # limited per agent and per address instead (auth.check_rate)
     rate_limited = True
     agent: Agent
     visitor: Visitor
@@ -112,16 +158,21 @@ class AgentPublicView(APIView):
 class ChatView(AgentPublicView):
     @extend_schema(
         request=ChatRequestSerializer,
-        responses={200: ChatResponseSerializer, 502: OpenApiResponse(description="The model failed.")},
+        parameters=[PUBLIC_KEY, VISITOR_TOKEN],
+        responses={
+            200: ChatResponseSerializer,
+            400: ErrorSerializer,
+            **WIDGET_ERRORS,
+            502: OpenApiResponse(ErrorSerializer, description="The model failed."),
+        },
         summary="Ask the agent; the whole answer as JSON.",
     )
     def post(self, request: Request, public_key: str) -> Response:
         final: dict = {}
         for event in self.turn(request):
             if event["type"] == "error":
-                return Response(
-                    {"error": event["message"], "conversation_id": event["conversation_id"]}, status=502
-                )
+                body = error_body("model_failed", event["message"])
+                return Response({**body, "conversation_id": event["conversation_id"]}, status=502)
             if event["type"] == "done":
                 final = event
         return Response({k: final[k] for k in ("answer", "sources", "conversation_id", "metadata")})
@@ -150,11 +201,13 @@ def event_stream_response(events: Iterator[dict], *, asgi: bool = False) -> Stre
 class ChatStreamView(AgentPublicView):
     @extend_schema(
         request=ChatRequestSerializer,
+        parameters=[PUBLIC_KEY, VISITOR_TOKEN],
         responses={
+            **WIDGET_ERRORS,
             (200, "text/event-stream"): OpenApiResponse(
                 description="Events: tool.start, tool.complete, text.delta, error, and a final done "
                 "with {answer, sources, conversation_id, metadata}."
-            )
+            ),
         },
         summary="Ask the agent; the answer streamed as Server-Sent Events.",
     )
@@ -165,7 +218,11 @@ class ChatStreamView(AgentPublicView):
 class ConversationView(AgentPublicView):
     rate_limited = False
 
-    @extend_schema(summary="Reload a conversation's messages.")
+    @extend_schema(
+        summary="Reload a conversation's messages.",
+        parameters=[PUBLIC_KEY, VISITOR_TOKEN],
+        responses={200: ConversationSerializer, **WIDGET_ERRORS},
+    )
     def get(self, request: Request, public_key: str, conversation_id: uuid.UUID) -> Response:
         conversation = self.conversation(conversation_id)
         messages = conversation.messages.filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
@@ -189,6 +246,8 @@ class WidgetInitView(AgentPublicView):
 
     @extend_schema(
         request=WidgetInitSerializer,
+        parameters=[PUBLIC_KEY, VISITOR_TOKEN],
+        responses={200: WidgetSettingsSerializer, 400: ErrorSerializer, **WIDGET_ERRORS},
         summary="Called when the widget starts: the agent's display settings. With auto sources on, the "
         "page the widget was opened on is queued as a source (deduplicated, rate-limited per agent).",
     )

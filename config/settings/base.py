@@ -119,7 +119,18 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # One error shape for every 4xx/5xx: {"error": {"code", "message", "fields"?}} (sources/api/errors.py).
+    "EXCEPTION_HANDLER": "sources.api.errors.exception_handler",
+    # Per API key (or signed-in person), counted in Redis; the widget's public API has its own limits.
+    "DEFAULT_THROTTLE_CLASSES": ["sources.api.throttling.ApiKeyRateThrottle"],
 }
+# The authenticated REST API's rate: requests per window per API key. API_RATE_LIMIT_RESOLVER may name a
+# function (workspace) -> int | None that sets a workspace's own limit (its plan).
+API_RATE_PER_MINUTE = env.int("API_RATE_PER_MINUTE", default=600)
+API_RATE_WINDOW_SECONDS = env.int("API_RATE_WINDOW_SECONDS", default=60)
+API_RATE_LIMIT_RESOLVER = env("API_RATE_LIMIT_RESOLVER", default="")
+# How long an Idempotency-Key's answer is kept for replays.
+IDEMPOTENCY_TTL_SECONDS = env.int("IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
 
 # --- Celery: two named queues; a task is acknowledged only once it has finished, so a worker
 # that dies mid-task hands the message to another worker instead of losing it.
@@ -361,6 +372,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Sources, search and agents for a workspace's knowledge.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {"ScheduleEnum": "sources.models.Schedule", "StatusEnum": "sources.models.Status"},
+    # The widget's citation and the admin's source are different things with different names.
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- The widget's public API ---
@@ -369,4 +383,6 @@ WIDGET_RATE_PER_ADDRESS = env.int("WIDGET_RATE_PER_ADDRESS", default=30)  # per 
 WIDGET_MAX_REQUEST_BYTES = env.int("WIDGET_MAX_REQUEST_BYTES", default=16_384)
 WIDGET_MAX_MESSAGE_CHARS = env.int("WIDGET_MAX_MESSAGE_CHARS", default=4_000)
 TRUSTED_PROXY_HEADER = env("TRUSTED_PROXY_HEADER", default="")
+# After "rotate", tokens signed with the old visitor secret stay valid this long.
+VISITOR_SECRET_GRACE_SECONDS = env.int("VISITOR_SECRET_GRACE_SECONDS", default=24 * 3600)
 AUTO_SOURCES_PER_HOUR = env.int("AUTO_SOURCES_PER_HOUR", default=20)  # per agent

@@ -1,5 +1,6 @@
 """The base of every workspace-owned API view: authentication decides the workspace, and the whole
-request runs inside that workspace's scope."""
+request runs inside that workspace's scope. It is throttled per key (sources/api/throttling.py), says
+where the caller stands in every answer's RateLimit-* headers, and honours `Idempotency-Key` on POSTs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from sources.api import idempotency
 from sources.api.auth import ApiKeyPrincipal, workspace_for_request
 from sources.models import Membership, Workspace
 from sources.tenancy import activate_workspace, deactivate_workspace
@@ -35,11 +37,25 @@ class WorkspaceAPIView(APIView):
         if request.method not in SAFE_METHODS and not can_manage(request, workspace):
             raise exceptions.PermissionDenied("Only owners and admins of this workspace can change it.")
         self.workspace = workspace
+        self._idempotency = idempotency.claim(request, workspace.id)
         self._scope_token = activate_workspace(workspace.id)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, idempotency.IdempotentReplay):
+            return exc.response
+        return super().handle_exception(exc)
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         token = getattr(self, "_scope_token", None)
         if token is not None:
             deactivate_workspace(token)
             self._scope_token = None
+        claim = getattr(self, "_idempotency", None)
+        if claim is not None:
+            self._idempotency = None
+            idempotency.finish(claim, response)
+        figures = getattr(request, "rate_limit", None)
+        if figures is not None:
+            for name, value in figures.headers().items():
+                response[name] = value
         return super().finalize_response(request, response, *args, **kwargs)

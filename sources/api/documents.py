@@ -16,13 +16,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ingestion import push
 from retrieval.stores.base import InvalidFilter, validate_filters
 from sources.api.base import WorkspaceAPIView
+from sources.api.errors import invalid
+from sources.api.listing import Q_PARAMETER, NewestFirst, filter_documents, page_of
+from sources.api.serializers import ErrorDetailSerializer, ErrorSerializer
 from sources.models import Document, Status
 
 # --- shapes --------------------------------------------------------------------------------------------
@@ -94,7 +96,7 @@ BatchResultSerializer = inline_serializer(
                 "status": serializers.IntegerField(help_text="202 queued, 200 unchanged, 400/413 refused."),
                 "result": serializers.ChoiceField(choices=["created", "updated", "unchanged", "invalid"]),
                 "document": PushedDocumentSerializer(required=False),
-                "errors": serializers.DictField(required=False),
+                "error": ErrorDetailSerializer(required=False),
             },
             many=True,
         ),
@@ -106,7 +108,7 @@ AGENT = OpenApiParameter("agent_id", int, OpenApiParameter.PATH, description="Th
 EXTERNAL_ID = OpenApiParameter(
     "external_id", str, OpenApiParameter.PATH, description="Your id for the document; may contain slashes."
 )
-NOT_FOUND = OpenApiResponse(description="No such agent (or document) in your workspace.")
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such agent (or document) in your workspace.")
 
 
 def _outcome_status(outcome: push.Outcome) -> int:
@@ -120,18 +122,15 @@ def _check_body_size(request: Request) -> Response | None:
     limit = settings.PUSH_MAX_REQUEST_BYTES
     if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
         message = f"The request is larger than {limit // (1024 * 1024)} MB; send fewer documents at once."
-        return Response({"non_field_errors": [message]}, status=413)
+        return invalid({"non_field_errors": [message]}, status_code=413)
     return None
 
 
 # --- views ---------------------------------------------------------------------------------------------
 
 
-class DocumentPagination(CursorPagination):
+class DocumentPagination(NewestFirst):
     ordering = "external_id"
-    page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
 
 
 class AgentDocumentListView(WorkspaceAPIView):
@@ -145,18 +144,12 @@ class AgentDocumentListView(WorkspaceAPIView):
                 description='Metadata to match, as JSON: {"type": "guide"} (a list matches any of it).',
             ),
             OpenApiParameter("status", OpenApiTypes.STR, enum=list(Status.values)),
+            Q_PARAMETER,
             OpenApiParameter("cursor", OpenApiTypes.STR, description="From the previous page's `next`."),
             OpenApiParameter("page_size", OpenApiTypes.INT, description="1 to 1000; 100 by default."),
         ],
         responses={
-            200: inline_serializer(
-                "PushedDocumentPage",
-                {
-                    "next": serializers.URLField(allow_null=True),
-                    "previous": serializers.URLField(allow_null=True),
-                    "results": PushedDocumentSerializer(many=True),
-                },
-            ),
+            200: page_of("PushedDocumentPage", PushedDocumentSerializer(many=True)),
             404: NOT_FOUND,
         },
     )
@@ -171,6 +164,7 @@ class AgentDocumentListView(WorkspaceAPIView):
             )
         except push.AgentNotFound as exc:
             raise Http404 from exc
+        documents = filter_documents(documents, request)
         paginator = DocumentPagination()
         page = paginator.paginate_queryset(documents, request, view=self)
         return paginator.get_paginated_response(PushedDocumentSerializer(page, many=True).data)
@@ -215,9 +209,9 @@ class AgentDocumentView(WorkspaceAPIView):
         responses={
             202: OpenApiResponse(PutResultSerializer, description="Stored and queued for indexing."),
             200: OpenApiResponse(PutResultSerializer, description="Unchanged: nothing stored or embedded."),
-            400: OpenApiResponse(description="A field to correct, by field name."),
+            400: OpenApiResponse(ErrorSerializer, description="A field to correct, by field name."),
             404: NOT_FOUND,
-            413: OpenApiResponse(description="The document is over TEXT_SOURCE_MAX_CHARS."),
+            413: OpenApiResponse(ErrorSerializer, description="The document is over TEXT_SOURCE_MAX_CHARS."),
         },
     )
     def put(self, request: Request, agent_id: int, external_id: str) -> Response:
@@ -231,7 +225,7 @@ class AgentDocumentView(WorkspaceAPIView):
         except push.AgentNotFound as exc:
             raise Http404 from exc
         if outcome.result == "invalid":
-            return Response(outcome.errors, status=_outcome_status(outcome))
+            return invalid(outcome.errors, status_code=_outcome_status(outcome))
         body = {**PushedDocumentSerializer(outcome.document).data, "result": outcome.result}
         return Response(body, status=_outcome_status(outcome))
 
@@ -259,9 +253,9 @@ class AgentDocumentBatchView(WorkspaceAPIView):
         request=BatchRequestSerializer,
         responses={
             200: OpenApiResponse(BatchResultSerializer, description="Each document answered on its own."),
-            400: OpenApiResponse(description='The body is not {"documents": [...]}.'),
+            400: OpenApiResponse(ErrorSerializer, description='The body is not {"documents": [...]}.'),
             404: NOT_FOUND,
-            413: OpenApiResponse(description="Too many documents, or too large a request."),
+            413: OpenApiResponse(ErrorSerializer, description="Too many documents, or too large a request."),
         },
     )
     def post(self, request: Request, agent_id: int) -> Response:
@@ -274,7 +268,7 @@ class AgentDocumentBatchView(WorkspaceAPIView):
         limit = settings.PUSH_BATCH_MAX_DOCUMENTS
         if len(documents) > limit:
             message = f"At most {limit} documents per batch; this one has {len(documents)}. Split it."
-            return Response({"documents": [message]}, status=413)
+            return invalid({"documents": [message]}, status_code=413)
         items = [
             (item.get("external_id"), {k: v for k, v in item.items() if k != "external_id"})
             if isinstance(item, dict)
@@ -298,6 +292,6 @@ class AgentDocumentBatchView(WorkspaceAPIView):
             if outcome.document is not None:
                 result["document"] = PushedDocumentSerializer(outcome.document).data
             else:
-                result["errors"] = outcome.errors
+                result["error"] = invalid(outcome.errors, status_code=result["status"]).data["error"]
             results.append(result)
         return Response({"results": results, "counts": counts})

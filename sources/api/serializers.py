@@ -1,19 +1,41 @@
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sources.models import Document, Schedule, Source
 
 
 class SourceSerializer(serializers.ModelSerializer):
+    """A source of knowledge of an agent (not the widget's citation, which is `Citation`)."""
+
     agent = serializers.IntegerField(source="agent_id", read_only=True)
     pages_left = serializers.IntegerField(read_only=True)
     resyncable = serializers.SerializerMethodField(help_text="Whether a schedule can be set for this source.")
+    address = serializers.SerializerMethodField(help_text="Its web address, or a file's name.")
+    audiences = serializers.SerializerMethodField(help_text="Who may retrieve its passages.")
+    metadata = serializers.SerializerMethodField(help_text="Copied onto every passage; search filters on it.")
+    config = serializers.JSONField(read_only=True, help_text="The kind's settings, as validated.")
+    state = serializers.JSONField(read_only=True, help_text="What ingestion keeps (sizes, sha256, ...).")
+    last_sync = serializers.JSONField(read_only=True)
 
     def get_resyncable(self, source: Source) -> bool:
         from ingestion.kinds.registry import get_kind
 
         return get_kind(source.kind).resyncable
+
+    def get_address(self, source: Source) -> str:
+        from ingestion.kinds.registry import get_kind
+
+        return get_kind(source.kind).address(source)
+
+    def get_audiences(self, source: Source) -> list[str]:
+        return list(source.config.get("audience") or ["public"])
+
+    def get_metadata(self, source: Source) -> dict[str, Any]:
+        return dict(source.config.get("metadata") or {})
 
     class Meta:
         model = Source
@@ -22,6 +44,9 @@ class SourceSerializer(serializers.ModelSerializer):
             "agent",
             "kind",
             "title",
+            "address",
+            "audiences",
+            "metadata",
             "config",
             "state",
             "status",
@@ -54,6 +79,17 @@ class SourceUpdateSerializer(serializers.Serializer):
     paused = serializers.BooleanField(required=False)
     hidden_while_paused = serializers.BooleanField(
         required=False, help_text="While paused, leave its passages out of search (kept, not deleted)."
+    )
+    audiences = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        help_text='Who may retrieve its passages, e.g. ["staff", "customers:gold"]; [] or ["public"]: '
+        "everyone. A change indexes the source again.",
+    )
+    metadata = serializers.DictField(
+        required=False,
+        help_text='Replaces its metadata, e.g. {"product": "billing", "lang": "de"}. '
+        "A change indexes it again.",
     )
 
 
@@ -97,6 +133,35 @@ class SourceCreateSerializer(serializers.Serializer):
     schedule = serializers.ChoiceField(
         choices=Schedule.choices, required=False, help_text="Re-sync schedule (default: the workspace's)."
     )
+    audiences = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, help_text='Default ["public"].'
+    )
+    metadata = serializers.DictField(required=False, help_text="Free keys copied onto every passage.")
+    url = serializers.CharField(required=False, help_text="url, sitemap, feed: the address.")
+    content = serializers.CharField(required=False, help_text="text: the text itself.")
+    max_pages = serializers.IntegerField(required=False, help_text="sitemap, feed: most pages to crawl.")
+
+
+class SourceUploadSerializer(serializers.Serializer):
+    """multipart/form-data: one upload source per `file`."""
+
+    agent = serializers.IntegerField()
+    file = serializers.ListField(child=serializers.FileField(), help_text="One or more files.")
+    title = serializers.CharField(required=False, help_text="Used when a single file is sent.")
+    audiences = serializers.CharField(required=False, help_text="Comma-separated, e.g. staff,customers:gold.")
+    metadata = serializers.CharField(required=False, help_text="A JSON object.")
+
+
+class UploadedSourceSerializer(SourceSerializer):
+    duplicate_of = serializers.ListField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="This agent's other file sources with the same content (sha256); empty if none.",
+    )
+
+    class Meta(SourceSerializer.Meta):
+        fields = [*SourceSerializer.Meta.fields, "duplicate_of"]
+        read_only_fields = fields
 
 
 class SearchQuerySerializer(serializers.Serializer):
@@ -128,11 +193,52 @@ class SearchQuerySerializer(serializers.Serializer):
         return value
 
 
+class PassageSourceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    url = serializers.CharField(allow_null=True)
+
+
 class PassageSerializer(serializers.Serializer):
     id = serializers.CharField(source="chunk_id")
     text = serializers.CharField()
     score = serializers.FloatField()
     source = serializers.SerializerMethodField()
 
-    def get_source(self, passage) -> dict:
+    @extend_schema_field(PassageSourceSerializer)
+    def get_source(self, passage: Any) -> dict:
         return {"id": passage.source_id, "title": passage.source_title, "url": passage.url or None}
+
+
+class ReindexNeededSerializer(serializers.Serializer):
+    chunks = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+class SearchResultSerializer(serializers.Serializer):
+    results = PassageSerializer(many=True)
+    reindex_needed = ReindexNeededSerializer(
+        required=False, help_text="Present when some passages were embedded by another model."
+    )
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="Stable and machine-readable: invalid, not_found, rate_limited, ..."
+    )
+    message = serializers.CharField(help_text="What happened and what to do, for people.")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="Field -> messages, for a request to correct.",
+    )
+    limit = serializers.IntegerField(required=False, help_text="429/402: the limit in force.")
+    usage = serializers.IntegerField(required=False, help_text="429/402: what was used of it.")
+    reset = serializers.IntegerField(required=False, help_text="429/402: when it resets (Unix time).")
+    existing_id = serializers.IntegerField(required=False, help_text="409 duplicate: the existing source.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every 4xx/5xx answer of the API."""
+
+    error = ErrorDetailSerializer()

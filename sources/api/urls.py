@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sources.api import documents, views
+from sources.api import documents, search, views
 
 urlpatterns = [
     path("sources", views.SourceListView.as_view(), name="source-list"),
@@ -13,10 +13,10 @@ urlpatterns = [
         name="source-retry-failed",
     ),
     path("sources/<int:source_id>/documents", views.SourceDocumentsView.as_view(), name="source-documents"),
-    path("workspace", views.WorkspaceSettingsView.as_view(), name="workspace-settings"),
+    path("workspace", search.WorkspaceSettingsView.as_view(), name="workspace-settings"),
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
-    path("search", views.SearchView.as_view(), name="search"),
-    path("discover", views.DiscoverView.as_view(), name="discover"),
+    path("search", search.SearchView.as_view(), name="search"),
+    path("discover", search.DiscoverView.as_view(), name="discover"),
     # The documents API: agents by id (the widget's API under agents/ is keyed by public key).
     path(
         "agents/<int:agent_id>/documents",

@@ -1,210 +1,276 @@
-"""The REST API for sources and search. Views parse and authorise; services and selectors do the work."""
+"""The REST API for sources. Views parse and authorise; services and selectors do the work."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ingestion import lifecycle
+from ingestion import labels, lifecycle
 from ingestion.kinds.base import KindError
-from ingestion.kinds.upload import UploadTooLarge
-from retrieval.services import SearchParams, search_workspace
+from ingestion.kinds.registry import KINDS, get_kind
+from ingestion.kinds.upload import UploadKind, UploadTooLarge
 from sources.api.base import WorkspaceAPIView
+from sources.api.errors import ApiError, invalid
+from sources.api.listing import (
+    PAGE_PARAMETERS,
+    Q_PARAMETER,
+    SOURCE_FILTERS,
+    NewestFirst,
+    OldestFirst,
+    filter_documents,
+    filter_sources,
+    page_of,
+)
 from sources.api.serializers import (
     DocumentSerializer,
-    PassageSerializer,
-    SearchQuerySerializer,
+    ErrorSerializer,
     SourceCreateSerializer,
     SourceSerializer,
     SourceUpdateSerializer,
-    WorkspaceSettingsSerializer,
+    SourceUploadSerializer,
+    UploadedSourceSerializer,
 )
-from sources.models import Source, Workspace
+from sources.models import Source
+
+ENVELOPE_FIELDS = {"kind", "title", "agent", "schedule", "audiences", "metadata"}
+LABEL_FIELDS = ("audiences", "metadata")
+ERRORS = {401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
+NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such source in your workspace.")}
+SOURCE_ID = OpenApiParameter("source_id", int, OpenApiParameter.PATH, description="The source's id.")
 
 
-class DocumentPages(PageNumberPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 200
+def _source(source_id: int) -> Source:
+    source = Source.objects.filter(id=source_id).first()
+    if source is None:  # another workspace's source looks exactly like a missing one
+        raise Http404
+    return source
 
 
-ENVELOPE_FIELDS = {"kind", "title", "agent", "schedule"}
-DOCUMENT_STATUSES = {"pending", "crawling", "indexing", "done", "failed"}
+def _labels(data: Any, *, from_form: bool = False) -> dict[str, Any]:
+    """The request's audiences and metadata as Source.config entries (a form sends them as text)."""
+    audiences, metadata = data.get("audiences"), data.get("metadata")
+    if from_form:
+        audiences = [a for a in str(audiences).split(",")] if audiences not in (None, "") else None
+        if metadata not in (None, ""):
+            try:
+                metadata = json.loads(str(metadata))
+            except ValueError as exc:
+                raise ValidationError(
+                    {"metadata": ['A JSON object, such as {"product": "billing"}.']}
+                ) from exc
+        else:
+            metadata = None
+    try:
+        return labels.labels_config(audiences=audiences, metadata=metadata)
+    except KindError as exc:
+        raise ValidationError(exc.errors) from exc
+
+
+def _existing_with_address(*, agent_id: int, kind_name: str, payload: dict) -> tuple[str, Source | None]:
+    """The agent's source of this kind at the same address (a page, a sitemap, a feed), if any. An invalid
+    payload has no address: source_create then names what to correct."""
+    kind = get_kind(kind_name)
+    try:
+        config = kind.validate(payload)
+    except (KindError, ValueError):
+        return "", None
+    address = kind.address(Source(kind=kind_name, config=kind.settings_of(config)))
+    if not address:
+        return "", None
+    candidates = Source.objects.filter(agent_id=agent_id, kind=kind_name).only("id", "kind", "config")
+    return address, next((s for s in candidates if kind.address(s) == address), None)
+
+
+def _lock(*parts: Any) -> None:
+    """Serialise creates of the same thing until the transaction ends (a retry racing its original)."""
+    key = int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 class SourceListView(WorkspaceAPIView):
-    @extend_schema(responses=SourceSerializer(many=True))
+    @extend_schema(
+        operation_id="sources_list",
+        parameters=[*SOURCE_FILTERS, *PAGE_PARAMETERS],
+        responses={200: page_of("SourcePage", SourceSerializer(many=True)), 400: ErrorSerializer, **ERRORS},
+        summary="The workspace's sources, newest first, a page at a time.",
+    )
     def get(self, request: Request) -> Response:
-        sources = Source.objects.order_by("-created_at")
-        agent = request.query_params.get("agent")
-        if agent is not None:
-            if not agent.isdigit():
-                raise ValidationError({"agent": ["Must be an integer id."]})
-            sources = sources.filter(agent_id=int(agent))
-        return Response(SourceSerializer(sources[:500], many=True).data)
+        sources = filter_sources(Source.objects.all(), request)
+        paginator = NewestFirst()
+        page = paginator.paginate_queryset(sources, request, view=self)
+        return paginator.get_paginated_response(SourceSerializer(page, many=True).data)
 
-    @extend_schema(request=SourceCreateSerializer, responses={201: SourceSerializer})
+    @extend_schema(
+        operation_id="sources_create",
+        request={
+            "application/json": SourceCreateSerializer,
+            "multipart/form-data": SourceUploadSerializer,
+        },
+        responses={
+            201: OpenApiResponse(
+                SourceSerializer,
+                description="Queued (JSON). Multipart: a list, one per file (UploadedSource).",
+            ),
+            400: ErrorSerializer,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="The agent already has this address: `existing_id` is its source.",
+            ),
+            413: OpenApiResponse(ErrorSerializer, description="A file or the upload is over the limits."),
+            **ERRORS,
+        },
+        summary="Add a source: text, a page, a site, a feed (JSON) or files (multipart).",
+    )
     def post(self, request: Request) -> Response:
         if request.content_type.startswith("multipart/"):
             return self._upload(request)
         envelope = SourceCreateSerializer(data=request.data)
         envelope.is_valid(raise_exception=True)
+        data = envelope.validated_data
+        source_labels = _labels(request.data)
         payload = {k: v for k, v in request.data.items() if k not in ENVELOPE_FIELDS}
-        try:
-            source = lifecycle.source_create(
-                workspace=self.workspace,
-                agent_id=envelope.validated_data["agent"],
-                kind=envelope.validated_data["kind"],
-                title=envelope.validated_data.get("title", ""),
-                payload=payload,
-                schedule=envelope.validated_data.get("schedule"),
-            )
-        except KindError as exc:
-            raise ValidationError(exc.errors) from exc
+        with transaction.atomic():
+            if data["kind"] in KINDS:
+                _lock(self.workspace.id, data["agent"], data["kind"])
+                address, existing = _existing_with_address(
+                    agent_id=data["agent"], kind_name=data["kind"], payload=payload
+                )
+                if existing is not None:
+                    raise ApiError(
+                        409,
+                        "duplicate",
+                        f"This agent already has {address} (source {existing.id}); recrawl that one instead.",
+                        existing_id=existing.id,
+                    )
+            try:
+                source = lifecycle.source_create(
+                    workspace=self.workspace,
+                    agent_id=data["agent"],
+                    kind=data["kind"],
+                    title=data.get("title", ""),
+                    payload=payload,
+                    schedule=data.get("schedule"),
+                    labels=source_labels,
+                )
+            except KindError as exc:
+                raise ValidationError(exc.errors) from exc
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
 
     def _upload(self, request: Request) -> Response:
-        """One or many files (field `file`), each becoming an upload source."""
-        from django.conf import settings
-
+        """One or many files (field `file`), each becoming an upload source; a file whose content the agent
+        already has is stored all the same (it may be wanted under another title) and reported."""
         ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000
         if int(request.META.get("CONTENT_LENGTH") or 0) > ceiling:
-            return Response({"file": ["The upload is larger than we accept."]}, status=413)
+            return invalid({"file": ["The upload is larger than we accept."]}, status_code=413)
         try:
             sources = lifecycle.upload_create(
                 workspace=self.workspace,
                 agent_id=request.data.get("agent"),
                 files=request.FILES.getlist("file"),
                 title=request.data.get("title", ""),
+                labels=_labels(request.data, from_form=True),
             )
         except UploadTooLarge as exc:
-            return Response({"file": [exc.message]}, status=413)
+            return invalid({"file": [exc.message]}, status_code=413)
         except KindError as exc:
             raise ValidationError(exc.errors) from exc
-        return Response(SourceSerializer(sources, many=True).data, status=status.HTTP_201_CREATED)
+        for source in sources:
+            same = Source.objects.filter(
+                agent_id=source.agent_id, kind=UploadKind.name, state__sha256=source.state.get("sha256")
+            )
+            source.duplicate_of = sorted(same.exclude(id=source.id).values_list("id", flat=True))
+        return Response(UploadedSourceSerializer(sources, many=True).data, status=status.HTTP_201_CREATED)
 
 
 class SourceDetailView(WorkspaceAPIView):
-    def _get(self, source_id: int) -> Source:
-        source = Source.objects.filter(id=source_id).first()
-        if source is None:  # another workspace's source looks exactly like a missing one
-            raise Http404
-        return source
-
-    @extend_schema(responses=SourceSerializer)
+    @extend_schema(
+        operation_id="sources_retrieve",
+        parameters=[SOURCE_ID],
+        responses={200: SourceSerializer, **NOT_FOUND, **ERRORS},
+    )
     def get(self, request: Request, source_id: int) -> Response:
-        return Response(SourceSerializer(self._get(source_id)).data)
+        return Response(SourceSerializer(_source(source_id)).data)
 
+    @extend_schema(
+        operation_id="sources_destroy",
+        parameters=[SOURCE_ID],
+        responses={
+            204: OpenApiResponse(description="Deleted, with its pages, passages and files."),
+            **NOT_FOUND,
+            **ERRORS,
+        },
+    )
     def delete(self, request: Request, source_id: int) -> Response:
-        lifecycle.source_delete(source=self._get(source_id))
+        lifecycle.source_delete(source=_source(source_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=SourceUpdateSerializer, responses=SourceSerializer)
+    @extend_schema(
+        operation_id="sources_partial_update",
+        parameters=[SOURCE_ID],
+        request=SourceUpdateSerializer,
+        responses={200: SourceSerializer, 400: ErrorSerializer, **NOT_FOUND, **ERRORS},
+        summary="Change the title, schedule, pause, audiences or metadata (the last two index it again).",
+    )
     def patch(self, request: Request, source_id: int) -> Response:
-        """Change the title, the re-sync schedule, pause or resume, and whether paused means unsearched."""
-        source = self._get(source_id)
+        source = _source(source_id)
         body = SourceUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        changes = {k: v for k, v in body.validated_data.items() if k not in LABEL_FIELDS}
+        wanted_labels = {k: v for k, v in body.validated_data.items() if k in LABEL_FIELDS}
         try:
-            source = lifecycle.source_update(source=source, **body.validated_data)
+            labels.labels_config(**wanted_labels)  # checked before anything is written
+            source = lifecycle.source_update(source=source, **changes)
+            if wanted_labels:
+                labels.source_set_labels(source=source, **wanted_labels)
+                source.refresh_from_db()
         except KindError as exc:
             raise ValidationError(exc.errors) from exc
         return Response(SourceSerializer(source).data)
 
 
 class SourceDocumentsView(WorkspaceAPIView):
-    """A source's pages, filtered by ?status (e.g. failed), paginated by ?page and ?page_size."""
+    """A source's pages, filtered by ?status (e.g. failed), a page at a time."""
 
-    @extend_schema(responses=DocumentSerializer(many=True))
+    @extend_schema(
+        operation_id="sources_documents_list",
+        parameters=[
+            SOURCE_ID,
+            OpenApiParameter("status", str, enum=["pending", "crawling", "indexing", "done", "failed"]),
+            Q_PARAMETER,
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: page_of("SourceDocumentPage", DocumentSerializer(many=True)),
+            400: ErrorSerializer,
+            **NOT_FOUND,
+            **ERRORS,
+        },
+    )
     def get(self, request: Request, source_id: int) -> Response:
-        source = Source.objects.filter(id=source_id).first()
-        if source is None:
-            raise Http404
-        documents = source.documents.order_by("id")
-        wanted = request.query_params.get("status")
-        if wanted is not None:
-            if wanted not in DOCUMENT_STATUSES:
-                raise ValidationError({"status": [f"One of: {', '.join(sorted(DOCUMENT_STATUSES))}."]})
-            documents = documents.filter(status=wanted)
-        paginator = DocumentPages()
+        documents = filter_documents(_source(source_id).documents.all(), request)
+        paginator = OldestFirst()
         page = paginator.paginate_queryset(documents, request, view=self)
         return paginator.get_paginated_response(DocumentSerializer(page, many=True).data)
 
 
-class WorkspaceSettingsView(WorkspaceAPIView):
-    """The workspace's defaults: the schedule new sources that can be synced again get."""
-
-    @extend_schema(responses=WorkspaceSettingsSerializer)
-    def get(self, request: Request) -> Response:
-        return Response({"default_schedule": self.workspace.default_schedule})
-
-    @extend_schema(request=WorkspaceSettingsSerializer, responses=WorkspaceSettingsSerializer)
-    def patch(self, request: Request) -> Response:
-        body = WorkspaceSettingsSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        Workspace.objects.filter(id=self.workspace.id).update(**body.validated_data)
-        return Response(body.validated_data)
-
-
-class SearchView(WorkspaceAPIView):
-    @extend_schema(parameters=[SearchQuerySerializer], responses=PassageSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        params = SearchQuerySerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        data = params.validated_data
-        result = search_workspace(
-            workspace_id=self.workspace.id,
-            query=data["q"],
-            params=SearchParams(
-                top_k=data["top_k"],
-                min_score=data.get("min_score"),
-                mode=data["mode"],
-                filters=data.get("filters"),
-                rerank=data.get("rerank"),
-            ),
-        )
-        body = {"results": PassageSerializer(result.passages, many=True).data}
-        if result.stale_chunks:
-            # A model change is detected, not papered over: these chunks need a reindex to be found.
-            body["reindex_needed"] = {
-                "chunks": result.stale_chunks,
-                "message": "Some passages were embedded by another model; reindex their sources.",
-            }
-        return Response(body, headers={"X-Search-Cache": "hit" if result.cached else "miss"})
-
-
-class DiscoverRequestSerializer(serializers.Serializer):
-    domain = serializers.CharField(max_length=300)
-
-
-class DiscoverView(WorkspaceAPIView):
-    """Find a domain's pages (robots.txt, sitemaps, common paths) for the admin to pick from."""
-
-    @extend_schema(request=DiscoverRequestSerializer)
-    def post(self, request: Request) -> Response:
-        from ingestion.crawl.discover import discover
-        from ingestion.crawl.errors import FetchError
-        from ingestion.crawl.fetch import fetch_policy
-
-        body = DiscoverRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            pages = discover(body.validated_data["domain"], fetch_policy())
-        except FetchError as exc:
-            raise ValidationError({"domain": [exc.message]}) from exc
-        return Response({"pages": [{"url": p.url, "title": p.title, "found_by": p.found_by} for p in pages]})
+ACCEPTED = {202: SourceSerializer, 400: ErrorSerializer, **NOT_FOUND, **ERRORS}
 
 
 class SourceRecrawlView(WorkspaceAPIView):
+    @extend_schema(operation_id="sources_recrawl", parameters=[SOURCE_ID], request=None, responses=ACCEPTED)
     def post(self, request: Request, source_id: int) -> Response:
-        source = Source.objects.filter(id=source_id).first()
-        if source is None:
-            raise Http404
+        source = _source(source_id)
         if not lifecycle.source_recrawl(source=source):
             raise ValidationError(
                 {"source": ["Only web sources that are not already crawling can be recrawled."]}
@@ -214,23 +280,34 @@ class SourceRecrawlView(WorkspaceAPIView):
 
 
 class SourceReindexView(WorkspaceAPIView):
+    @extend_schema(operation_id="sources_reindex", parameters=[SOURCE_ID], request=None, responses=ACCEPTED)
     def post(self, request: Request, source_id: int) -> Response:
-        source = Source.objects.filter(id=source_id).first()
-        if source is None:
-            raise Http404
+        source = _source(source_id)
         if not lifecycle.source_reindex(source=source):
             raise ValidationError({"source": ["This source is already being processed."]})
         source.refresh_from_db()
         return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)
 
 
+class RetriedSerializer(SourceSerializer):
+    retried = serializers.IntegerField(read_only=True, help_text="How many failed pages were queued.")
+
+    class Meta(SourceSerializer.Meta):
+        fields = [*SourceSerializer.Meta.fields, "retried"]
+        read_only_fields = fields
+
+
 class SourceRetryFailedView(WorkspaceAPIView):
     """Queue a source's failed pages again: fetched again for web sources, indexed again otherwise."""
 
+    @extend_schema(
+        operation_id="sources_retry_failed",
+        parameters=[SOURCE_ID],
+        request=None,
+        responses={**ACCEPTED, 202: RetriedSerializer},
+    )
     def post(self, request: Request, source_id: int) -> Response:
-        source = Source.objects.filter(id=source_id).first()
-        if source is None:
-            raise Http404
+        source = _source(source_id)
         queued = lifecycle.retry_failed(source=source)
         if not queued:
             raise ValidationError({"source": ["This source has no failed pages, or it is being processed."]})
@@ -238,13 +315,35 @@ class SourceRetryFailedView(WorkspaceAPIView):
         return Response({**SourceSerializer(source).data, "retried": queued}, status=status.HTTP_202_ACCEPTED)
 
 
+SourcePreview = inline_serializer(
+    "SourcePreview",
+    {
+        "source": inline_serializer(
+            "SourcePreviewSource",
+            {
+                "id": serializers.IntegerField(),
+                "title": serializers.CharField(),
+                "kind": serializers.CharField(),
+                "status": serializers.CharField(),
+            },
+        ),
+        "documents_total": serializers.IntegerField(),
+        "chunks_total": serializers.IntegerField(),
+        "documents": serializers.ListField(child=serializers.DictField(), help_text="The first documents."),
+        "chunks": serializers.ListField(child=serializers.DictField(), help_text="A sample of passages."),
+    },
+)
+
+
 class SourcePreviewView(WorkspaceAPIView):
     """The extracted documents and a sample of chunks, so bad extraction can be spotted."""
 
+    @extend_schema(
+        operation_id="sources_preview",
+        parameters=[SOURCE_ID],
+        responses={200: SourcePreview, **NOT_FOUND, **ERRORS},
+    )
     def get(self, request: Request, source_id: int) -> Response:
         from sources.selectors import source_preview
 
-        source = Source.objects.filter(id=source_id).first()
-        if source is None:
-            raise Http404
-        return Response(source_preview(source=source))
+        return Response(source_preview(source=_source(source_id)))

@@ -3,12 +3,13 @@ every kind's inputs, of which the chosen kind's fields are used) and the "Discov
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
 
 from agents.models import Agent
-from ingestion import lifecycle
+from ingestion import labels, lifecycle
 from ingestion.crawl.discover import discover
 from ingestion.crawl.errors import FetchError
 from ingestion.crawl.fetch import fetch_policy
@@ -33,7 +34,9 @@ def source_add(
         ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000
         if content_length > ceiling:  # refused before anything is stored
             raise UploadTooLarge("The upload is larger than we accept.")
-        return lifecycle.upload_create(workspace=workspace, agent_id=agent.id, files=files, title=title)
+        return lifecycle.upload_create(
+            workspace=workspace, agent_id=agent.id, files=files, title=title, labels=form_labels(form)
+        )
     payload: dict[str, Any] = {}
     for field in kind.form_fields:
         value = str(form.get(field, "") or "")
@@ -50,21 +53,82 @@ def source_add(
             title=title,
             payload=payload,
             schedule=schedule,
+            labels=form_labels(form),
         )
     ]
 
 
 def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
-    """The source's settings form: title, schedule (for kinds that sync again), pause, hidden while paused.
-    Unticked boxes are absent from a form post, so the two switches are read as present-or-not."""
+    """The source's settings form: title, schedule (for kinds that sync again), pause, hidden while paused,
+    audiences and metadata (a change of those indexes it again). Unticked boxes are absent from a form post,
+    so the two switches are read as present-or-not."""
     schedule = str(form.get("schedule") or "") if get_kind(source.kind).resyncable else None
-    return lifecycle.source_update(
+    new_labels = form_labels(form, empty_is_public=True)
+    source = lifecycle.source_update(
         source=source,
         title=str(form.get("title", source.title)),
         schedule=schedule or None,
         paused=_ticked(form.get("paused")),
         hidden_while_paused=_ticked(form.get("hidden_while_paused")),
     )
+    if new_labels:
+        labels.source_set_labels(
+            source=source, audiences=new_labels.get("audience"), metadata=new_labels.get("metadata")
+        )
+    return source
+
+
+def form_labels(form: dict[str, Any], *, empty_is_public: bool = False) -> dict[str, Any]:
+    """Audiences (comma-separated) and metadata (`key: value` lines, or a JSON object) as typed in the add
+    and settings forms, validated as Source.config entries. Raises KindError by field."""
+    audiences: Any = None
+    if "audiences" in form and (str(form["audiences"]).strip() or empty_is_public):
+        audiences = [a for a in str(form["audiences"]).split(",")]
+    metadata: Any = None
+    if "metadata" in form and (str(form["metadata"]).strip() or empty_is_public):
+        metadata = _metadata_lines(str(form["metadata"]))
+    return labels.labels_config(audiences=audiences, metadata=metadata)
+
+
+def _metadata_lines(text: str) -> Any:
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise KindError({"metadata": [f"Not valid JSON: {exc}."]}) from exc
+    metadata: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, colon, value = line.partition(":")
+        if not colon:
+            raise KindError(
+                {"metadata": [f"Write one `key: value` per line; {line.strip()!r} has no colon."]}
+            )
+        metadata[key.strip()] = _typed(value.strip())
+    return metadata
+
+
+def _typed(value: str) -> Any:
+    """`3`, `true` and `["a", "b"]` keep their type (as labels_text shows them); anything else is text."""
+    if value[:1] in "[-0123456789" or value in ("true", "false"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            pass
+    return value
+
+
+def labels_text(source: Source) -> tuple[str, str]:
+    """A source's audiences and metadata as the forms show them."""
+    audiences, metadata = labels.source_labels(source)
+    shown = "" if audiences == [labels.PUBLIC] else ", ".join(audiences)
+    lines = "\n".join(
+        f"{key}: {json.dumps(value) if not isinstance(value, str) else value}"
+        for key, value in metadata.items()
+    )
+    return shown, lines
 
 
 def _ticked(value: Any) -> bool:

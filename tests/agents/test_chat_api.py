@@ -164,7 +164,7 @@ def test_a_model_failure_is_a_generic_error_event_for_visitors_and_logged_with_i
     assert stream[-1]["type"] == "error"
     assert stream[-1]["message"] == VISITOR_ERROR and "detail" not in stream[-1]
     response = chat(client, llm_agent, "How long is the kettle warranty?")
-    assert response.status_code == 502 and response.json()["error"] == VISITOR_ERROR
+    assert response.status_code == 502 and response.json()["error"]["message"] == VISITOR_ERROR
     with workspace_scope(llm_agent.workspace_id):
         logged = [m.metadata for m in Message.objects.filter(role="assistant")]
     assert len(logged) == 2
@@ -178,7 +178,7 @@ def test_a_wrong_model_key_is_reported_to_the_admin_not_the_visitor(
         llm_agent.llm_api_key = "sk-wrong"
         llm_agent.save()
     response = chat(client, llm_agent, "How long is the kettle warranty?")
-    assert response.status_code == 502 and response.json()["error"] == VISITOR_ERROR
+    assert response.status_code == 502 and response.json()["error"]["message"] == VISITOR_ERROR
     client.force_login(owner)
     preview = client.post(
         f"/app/agents/{llm_agent.id}/preview/chat/stream",
@@ -277,7 +277,7 @@ def test_bad_or_expired_visitor_tokens_are_refused(client, workspace, agent, oth
     assert chat(client, agent, "hi", HTTP_X_VISITOR_TOKEN=forged).status_code == 401
     expired = sign(workspace.visitor_secret, user_id="u-1", audiences=[], ttl_s=-10)
     response = chat(client, agent, "hi", HTTP_X_VISITOR_TOKEN=expired)
-    assert response.status_code == 401 and "expired" in response.json()["detail"]
+    assert response.status_code == 401 and "expired" in response.json()["error"]["message"]
     assert chat(client, agent, "hi", HTTP_X_VISITOR_TOKEN="garbage").status_code == 401
 
 

@@ -71,7 +71,7 @@ def test_a_model_url_that_became_private_is_refused_at_call_time(
     # Saved while allowed; then the operator tightens the policy (or the name now resolves elsewhere).
     with override_settings(OUTBOUND_ALLOWED_NETWORKS=[]):
         response = chat(client, llm_agent, "How long is the kettle warranty?")
-        assert response.status_code == 502 and response.json()["error"] == VISITOR_ERROR
+        assert response.status_code == 502 and response.json()["error"]["message"] == VISITOR_ERROR
         stream = events(chat(client, llm_agent, "How long is the kettle warranty?", stream=True))
         assert stream[-1] == {
             "type": "error",

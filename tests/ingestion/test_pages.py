@@ -181,10 +181,10 @@ def test_without_the_setting_private_addresses_are_refused_at_creation(api, agen
     ]:
         response = api.post("/api/v1/sources", {"kind": "url", "url": url, "agent": agent.id}, format="json")
         assert response.status_code == 400, url
-        assert "url" in response.json(), url
+        assert "url" in response.json()["error"]["fields"], url
     for url in ["ftp://example.com/file", "javascript:alert(1)", "not a url"]:
         response = api.post("/api/v1/sources", {"kind": "url", "url": url, "agent": agent.id}, format="json")
-        assert response.status_code == 400 and "url" in response.json(), url
+        assert response.status_code == 400 and "url" in response.json()["error"]["fields"], url
     assert Source.unscoped.count() == 0
 
 
@@ -219,7 +219,7 @@ def test_discover_lists_found_pages_with_titles(api, flask_site):
 def test_discover_refuses_private_addresses_by_default(api, settings):
     settings.CRAWL_ALLOWED_NETWORKS = []
     response = api.post("/api/v1/discover", {"domain": "http://127.0.0.1:9/"}, format="json")
-    assert response.status_code == 400 and "domain" in response.json()
+    assert response.status_code == 400 and "domain" in response.json()["error"]["fields"]
 
 
 def test_outsider_cannot_recrawl_our_source(api, outsider_api, agent):

@@ -233,4 +233,4 @@ def test_the_api_adds_a_notion_source_and_the_outsider_sees_nothing(
     assert created.status_code == 201, created.json()
     assert outsider_api.get(f"/api/v1/sources/{created.json()['id']}").status_code == 404
     stolen = outsider_api.post("/api/v1/sources", {**body, "agent": other_agent.id}, format="json")
-    assert stolen.status_code == 400 and "connection" in stolen.json()
+    assert stolen.status_code == 400 and "connection" in stolen.json()["error"]["fields"]

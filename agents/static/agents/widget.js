@@ -144,7 +144,7 @@
       .then(function (response) {
         if (!response.ok) {
           return response.json().catch(function () { return {}; }).then(function (b) {
-            throw new Error(b.detail || b.error || "The assistant is unavailable right now.");
+            throw new Error((b.error && b.error.message) || "The assistant is unavailable right now.");
           });
         }
         var reader = response.body.getReader();

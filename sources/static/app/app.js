@@ -440,6 +440,8 @@
         }
         const data = new FormData();
         data.append("kind", kind());
+        // Audiences and metadata apply to every file of the upload.
+        for (const name of ["audiences", "metadata"]) data.append(name, new FormData(form).get(name) || "");
         files.forEach((file) => data.append("file", file, file.name));
         progress.hidden = false;
         bar.style.width = "0%";
@@ -462,6 +464,8 @@
       // The chosen kind's own fields (data-fields on its tab), as the server's form does.
       for (const name of (chosen().dataset.fields || "").split(" ").filter(Boolean)) payload[name] = fields[name] || "";
       if (chosen().dataset.resyncable !== undefined) payload.schedule = fields.schedule || "";
+      payload.audiences = fields.audiences || "";
+      payload.metadata = fields.metadata || "";
       busy(submit, true);
       const response = await postJSON(form.action, payload);
       busy(submit, false);

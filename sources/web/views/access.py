@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from sources import access, services
@@ -30,9 +31,14 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
     with workspace_scope(membership.workspace_id):
         members = list(Membership.objects.select_related("user").order_by("user__username"))
         keys = list(ApiKey.objects.order_by("revoked_at", "-created_at"))
+    workspace = membership.workspace
+    expires = workspace.previous_visitor_secret_expires_at
     context = layout(
         request,
         membership,
+        grace_until=expires
+        if workspace.previous_visitor_secret and expires and expires > timezone.now()
+        else None,
         page="workspace",
         members=members,
         keys=keys,
@@ -143,3 +149,41 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
         return f"Revoked the key {api_key.name} (gk_{api_key.prefix}_…)."
 
     return _change(request, actor, revoke)
+
+
+def _owner(request: HttpRequest) -> Membership | None:
+    """The visitor-token secret lets its holder grant any audience: owners only."""
+    actor = _membership(request)
+    return actor if actor.role == Membership.Role.OWNER else None
+
+
+@login_required
+@require_POST
+def visitor_secret_reveal(request: HttpRequest) -> HttpResponse:
+    actor = _owner(request)
+    if actor is None:
+        return forbidden(request)
+    # Rendered, not redirected, and not cached: the secret is shown on this one answer only.
+    response = _page(request, actor, visitor_secret=actor.workspace.visitor_secret)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def visitor_secret_rotate(request: HttpRequest) -> HttpResponse:
+    from agents.visitor import rotate_visitor_secret
+
+    actor = _owner(request)
+    if actor is None:
+        return forbidden(request)
+    workspace = rotate_visitor_secret(workspace=actor.workspace)
+    until = workspace.previous_visitor_secret_expires_at
+    messages.success(
+        request,
+        f"New visitor-token secret made. Tokens signed with the old one work until "
+        f"{until:%Y-%m-%d %H:%M} UTC; give your site the new secret before then.",
+    )
+    response = _page(request, actor, visitor_secret=workspace.visitor_secret)
+    response["Cache-Control"] = "no-store"
+    return response

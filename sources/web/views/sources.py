@@ -267,6 +267,7 @@ def source_settings(request: HttpRequest, source: Source, membership: Membership
         row=presenters.source_row(source),
         schedules=presenters.schedule_choices(),
         errors=errors,
+        labels=forms.labels_text(source),
     )
     return render(request, "app/source_settings.html", context, status=status)
 

@@ -90,7 +90,7 @@ def test_a_new_kind_runs_end_to_end_with_nothing_but_its_module(
     bad = api.post(
         "/api/v1/sources", {"kind": "faq", "agent": agent.id, "title": "FAQ", "pairs": []}, format="json"
     )
-    assert bad.status_code == 400 and "pairs" in bad.json()
+    assert bad.status_code == 400 and "pairs" in bad.json()["error"]["fields"]
     created = api.post(
         "/api/v1/sources",
         {"kind": "faq", "agent": agent.id, "title": "Kettle FAQ", "pairs": pairs},

@@ -138,11 +138,11 @@ def test_a_file_whose_extension_lies_is_parsed_by_its_content(celery_worker, api
 def test_size_limits_are_enforced_before_anything_is_stored(api, agent, settings, media_root):
     settings.UPLOAD_MAX_FILE_BYTES = 1000
     response = upload(api, agent, ("big.txt", b"x" * 1001))
-    assert response.status_code == 413 and "limit per file" in response.json()["file"][0]
+    assert response.status_code == 413 and "limit per file" in response.json()["error"]["fields"]["file"][0]
     settings.UPLOAD_MAX_FILE_BYTES = 10_000
     settings.UPLOAD_MAX_WORKSPACE_BYTES = 1500
     response = upload(api, agent, ("a.txt", b"y" * 1000), ("b.txt", b"z" * 1000))
-    assert response.status_code == 413 and "workspace" in response.json()["file"][0]
+    assert response.status_code == 413 and "workspace" in response.json()["error"]["fields"]["file"][0]
     assert Source.unscoped.count() == 0 and not media_root.exists()
 
 

@@ -139,12 +139,12 @@ def test_batch_answers_each_item_on_its_own(api, agent, settings):
     results = response.json()["results"]
     assert [r["status"] for r in results] == [202, 200, 400, 413, 400, 400, 400, 400]
     assert [r["result"] for r in results][:2] == ["created", "unchanged"]
-    assert "text" in results[2]["errors"]["non_field_errors"][0]
-    assert "limit is 1,000" in results[3]["errors"]["text"][0]
-    assert "set by Grounded" in results[4]["errors"]["metadata"][0]
-    assert "external_id" in results[5]["errors"]
-    assert "JSON object" in results[6]["errors"]["non_field_errors"][0]
-    assert "twice" in results[7]["errors"]["external_id"][0]
+    assert "text" in results[2]["error"]["fields"]["non_field_errors"][0]
+    assert "limit is 1,000" in results[3]["error"]["fields"]["text"][0]
+    assert "set by Grounded" in results[4]["error"]["fields"]["metadata"][0]
+    assert "external_id" in results[5]["error"]["fields"]
+    assert "JSON object" in results[6]["error"]["fields"]["non_field_errors"][0]
+    assert "twice" in results[7]["error"]["fields"]["external_id"][0]
     assert response.json()["counts"] == {"created": 1, "updated": 0, "unchanged": 1, "invalid": 6}
     listed = api.get(url(agent)).json()["results"]
     assert [d["external_id"] for d in listed] == ["new", "same"]
@@ -155,11 +155,12 @@ def test_batch_and_document_limits_are_clear(api, agent, settings):
     settings.TEXT_SOURCE_MAX_CHARS = 100
     documents = [{"external_id": str(i), "text": "t"} for i in range(3)]
     too_many = api.post(f"{url(agent)}:batch", {"documents": documents}, format="json")
-    assert too_many.status_code == 413 and "At most 2 documents" in too_many.json()["documents"][0]
+    assert too_many.status_code == 413
+    assert "At most 2 documents" in too_many.json()["error"]["fields"]["documents"][0]
     too_long = api.put(url(agent, "long"), {"text": "y" * 101}, format="json")
-    assert too_long.status_code == 413 and "limit is 100" in too_long.json()["text"][0]
+    assert too_long.status_code == 413 and "limit is 100" in too_long.json()["error"]["fields"]["text"][0]
     malformed = api.post(f"{url(agent)}:batch", {"docs": []}, format="json")
-    assert malformed.status_code == 400 and "documents" in malformed.json()
+    assert malformed.status_code == 400 and "documents" in malformed.json()["error"]["fields"]
     with override_settings(PUSH_MAX_REQUEST_BYTES=1000):
         big = api.put(url(agent, "big"), {"text": "z" * 2000}, format="json")
     assert big.status_code == 413
@@ -182,7 +183,7 @@ def test_batch_and_document_limits_are_clear(api, agent, settings):
 def test_bad_documents_name_the_field_and_write_nothing(api, agent, body, field):
     response = api.put(url(agent, "doc"), body, format="json")
     assert response.status_code == 400, response.content
-    assert field in response.json(), response.json()
+    assert field in response.json()["error"]["fields"], response.json()
     assert Source.unscoped.filter(agent=agent).count() == 0
 
 
@@ -253,7 +254,7 @@ def test_members_may_read_but_not_push(client, member, agent):
 
 def test_push_sources_are_not_made_through_the_sources_api(api, agent):
     response = api.post("/api/v1/sources", {"kind": "push", "title": "x", "agent": agent.id}, format="json")
-    assert response.status_code == 400 and "documents" in response.json()["kind"][0]
+    assert response.status_code == 400 and "documents" in response.json()["error"]["fields"]["kind"][0]
 
 
 def test_the_schema_describes_the_documents_api(api):

@@ -75,13 +75,13 @@ def test_text_sources_have_no_schedule_to_set(api, agent):
     ).json()
     assert created["schedule"] == "off" and created["resyncable"] is False
     response = api.patch(f"/api/v1/sources/{created['id']}", {"schedule": "daily"}, format="json")
-    assert response.status_code == 400 and "schedule" in response.json()
+    assert response.status_code == 400 and "schedule" in response.json()["error"]["fields"]
     refused = api.post(
         "/api/v1/sources",
         {"kind": "text", "title": "t", "content": "x", "agent": agent.id, "schedule": "hourly"},
         format="json",
     )
-    assert refused.status_code == 400 and "schedule" in refused.json()
+    assert refused.status_code == 400 and "schedule" in refused.json()["error"]["fields"]
 
 
 def test_failed_pages_are_listed_with_their_reasons_and_pages(api, site_source):

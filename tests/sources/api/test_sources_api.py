@@ -58,7 +58,7 @@ def test_bad_input_names_the_field_and_writes_nothing(api, agent, overrides, fie
     else:
         response = create_text(api, agent, **body_overrides)
     assert response.status_code == 400
-    assert field in response.json(), response.json()
+    assert field in response.json()["error"]["fields"], response.json()
     assert Source.unscoped.count() == 0 and Document.unscoped.count() == 0
 
 
@@ -66,14 +66,14 @@ def test_bad_input_names_the_field_and_writes_nothing(api, agent, overrides, fie
 def test_content_over_the_size_limit_is_refused(api, agent):
     response = create_text(api, agent, content="a" * 1001)
     assert response.status_code == 400
-    assert "limit" in response.json()["content"][0]
+    assert "limit" in response.json()["error"]["fields"]["content"][0]
     assert Source.unscoped.count() == 0
 
 
 def test_an_agent_of_another_workspace_cannot_be_used(api, other_agent):
     response = create_text(api, other_agent)
     assert response.status_code == 400
-    assert "agent" in response.json()
+    assert "agent" in response.json()["error"]["fields"]
     assert Source.unscoped.count() == 0
 
 
@@ -81,7 +81,7 @@ def test_outsider_gets_404_for_another_workspaces_source(api, outsider_api, agen
     source_id = create_text(api, agent).json()["id"]
     assert outsider_api.get(f"/api/v1/sources/{source_id}").status_code == 404
     assert outsider_api.delete(f"/api/v1/sources/{source_id}").status_code == 404
-    assert outsider_api.get("/api/v1/sources").json() == []
+    assert outsider_api.get("/api/v1/sources").json()["results"] == []
     assert Source.unscoped.filter(id=source_id).exists()
 
 
@@ -115,9 +115,9 @@ def test_delete_removes_documents_and_chunks(api, agent):
 def test_session_user_sees_only_their_workspace(client, owner, outsider, api, agent):
     create_text(api, agent)
     client.force_login(owner)
-    assert len(client.get("/api/v1/sources").json()) == 1
+    assert len(client.get("/api/v1/sources").json()["results"]) == 1
     client.force_login(outsider)
-    assert client.get("/api/v1/sources").json() == []
+    assert client.get("/api/v1/sources").json()["results"] == []
 
 
 def test_openapi_schema_is_published(client):
@@ -167,4 +167,5 @@ def test_retry_failed_on_a_source_without_failures_is_refused(api, agent):
     with workspace_scope(agent.workspace_id):
         Source.objects.filter(id=source_id).update(status="done")
     response = api.post(f"/api/v1/sources/{source_id}/retry-failed")
-    assert response.status_code == 400 and "no failed pages" in response.json()["source"][0]
+    assert response.status_code == 400
+    assert "no failed pages" in response.json()["error"]["fields"]["source"][0]

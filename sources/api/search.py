@@ -1,0 +1,116 @@
+"""Search, discovery and the workspace's defaults over the REST API."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from retrieval.services import SearchParams, search_workspace
+from sources.api.base import WorkspaceAPIView
+from sources.api.serializers import (
+    ErrorSerializer,
+    PassageSerializer,
+    SearchQuerySerializer,
+    SearchResultSerializer,
+    WorkspaceSettingsSerializer,
+)
+from sources.models import Workspace
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
+
+
+class SearchView(WorkspaceAPIView):
+    @extend_schema(
+        operation_id="search",
+        parameters=[SearchQuerySerializer],
+        responses={200: SearchResultSerializer, **ERRORS},
+        summary="Passages of the workspace's knowledge that answer a query, best first.",
+    )
+    def get(self, request: Request) -> Response:
+        params = SearchQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        result = search_workspace(
+            workspace_id=self.workspace.id,
+            query=data["q"],
+            params=SearchParams(
+                top_k=data["top_k"],
+                min_score=data.get("min_score"),
+                mode=data["mode"],
+                filters=data.get("filters"),
+                rerank=data.get("rerank"),
+            ),
+        )
+        body = {"results": PassageSerializer(result.passages, many=True).data}
+        if result.stale_chunks:
+            # A model change is detected, not papered over: these chunks need a reindex to be found.
+            body["reindex_needed"] = {
+                "chunks": result.stale_chunks,
+                "message": "Some passages were embedded by another model; reindex their sources.",
+            }
+        return Response(body, headers={"X-Search-Cache": "hit" if result.cached else "miss"})
+
+
+class DiscoverRequestSerializer(serializers.Serializer):
+    domain = serializers.CharField(max_length=300)
+
+
+DiscoveredPages = inline_serializer(
+    "DiscoveredPages",
+    {
+        "pages": inline_serializer(
+            "DiscoveredPage",
+            {
+                "url": serializers.CharField(),
+                "title": serializers.CharField(),
+                "found_by": serializers.CharField(help_text="robots, sitemap, feed or a common path."),
+            },
+            many=True,
+        )
+    },
+)
+
+
+class DiscoverView(WorkspaceAPIView):
+    """Find a domain's pages (robots.txt, sitemaps, common paths) for the admin to pick from."""
+
+    @extend_schema(
+        operation_id="discover",
+        request=DiscoverRequestSerializer,
+        responses={200: DiscoveredPages, **ERRORS},
+        summary="Pages of a site found through robots.txt, sitemaps and common paths.",
+    )
+    def post(self, request: Request) -> Response:
+        from ingestion.crawl.discover import discover
+        from ingestion.crawl.errors import FetchError
+        from ingestion.crawl.fetch import fetch_policy
+
+        body = DiscoverRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            pages = discover(body.validated_data["domain"], fetch_policy())
+        except FetchError as exc:
+            raise ValidationError({"domain": [exc.message]}) from exc
+        return Response({"pages": [{"url": p.url, "title": p.title, "found_by": p.found_by} for p in pages]})
+
+
+class WorkspaceSettingsView(WorkspaceAPIView):
+    """The workspace's defaults: the schedule new sources that can be synced again get."""
+
+    @extend_schema(operation_id="workspace_retrieve", responses={200: WorkspaceSettingsSerializer, **ERRORS})
+    def get(self, request: Request) -> Response:
+        return Response({"default_schedule": self.workspace.default_schedule})
+
+    @extend_schema(
+        operation_id="workspace_update",
+        request=WorkspaceSettingsSerializer,
+        responses={200: WorkspaceSettingsSerializer, **ERRORS},
+    )
+    def patch(self, request: Request) -> Response:
+        body = WorkspaceSettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        Workspace.objects.filter(id=self.workspace.id).update(**body.validated_data)
+        return Response(body.validated_data)

@@ -1,0 +1,102 @@
+"""Per-key throttling of the authenticated REST API, counted in Redis so every web process shares it.
+
+A fixed window per caller (an API key, or a signed-in person): one INCR per request, atomic, no read
+then write race. Every answer carries the IETF draft headers `RateLimit-Limit`, `RateLimit-Remaining`
+and `RateLimit-Reset` (seconds until the window resets); a refusal is a 429 in the common error shape
+(sources/api/errors.py) with `limit`, `usage`, `reset` (a Unix time) and `Retry-After`.
+
+The limit comes from settings (`API_RATE_PER_MINUTE`) unless `API_RATE_LIMIT_RESOLVER` names a function
+`(workspace) -> int | None`: the hook through which a workspace's plan sets its own limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.utils.module_loading import import_string
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from sources.api.auth import ApiKeyPrincipal, workspace_for_request
+from sources.models import Workspace
+
+
+@dataclass(frozen=True)
+class RateFigures:
+    """Where a caller stands in the current window."""
+
+    limit: int
+    used: int
+    reset_at: float  # Unix time the window ends
+
+    @property
+    def remaining(self) -> int:
+        return max(self.limit - self.used, 0)
+
+    def seconds_to_reset(self, now: float | None = None) -> int:
+        return max(math.ceil(self.reset_at - (time.time() if now is None else now)), 0)
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.seconds_to_reset()),
+        }
+
+    def as_error(self) -> dict[str, Any]:
+        return {"limit": self.limit, "usage": self.used, "reset": math.ceil(self.reset_at)}
+
+
+def limit_for(workspace: Workspace | None) -> int:
+    resolver = getattr(settings, "API_RATE_LIMIT_RESOLVER", "")
+    if resolver and workspace is not None:
+        chosen = import_string(resolver)(workspace)
+        if chosen is not None:
+            return int(chosen)
+    return int(settings.API_RATE_PER_MINUTE)
+
+
+def _caller(request: Request) -> tuple[str, Workspace | None] | None:
+    user = request.user
+    if isinstance(user, ApiKeyPrincipal):
+        return f"key:{user.api_key.id}", user.workspace
+    if user is not None and getattr(user, "is_authenticated", False):
+        return f"user:{user.pk}", workspace_for_request(request)
+    return None  # refused by authentication anyway
+
+
+@lru_cache(maxsize=1)
+def redis_client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    """Requests per window per API key (or per person, for the web UI's session)."""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        caller = _caller(request)
+        if caller is None:
+            return True
+        identity, workspace = caller
+        window = int(settings.API_RATE_WINDOW_SECONDS)
+        limit = limit_for(workspace)
+        now = time.time()
+        start = int(now // window * window)
+        key = f"{settings.REDIS_KEY_PREFIX}api-rate:{identity}:{start}"
+        pipe = redis_client().pipeline()
+        pipe.incr(key)
+        pipe.expire(key, window + 1)
+        used = int(pipe.execute()[0])
+        figures = RateFigures(limit=limit, used=used, reset_at=start + window)
+        request.rate_limit = figures  # read by the view (headers) and the error handler (body)
+        self._wait = figures.reset_at - now
+        return used <= limit
+
+    def wait(self) -> float | None:
+        return getattr(self, "_wait", None)

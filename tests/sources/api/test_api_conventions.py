@@ -1,0 +1,209 @@
+"""What every endpoint of the REST API shares: one error shape, per-key throttling with its headers,
+Idempotency-Key on POSTs, and a schema that validates without a warning."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.management import call_command
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from sources.models import Source
+from sources.tenancy import workspace_scope
+
+pytestmark = pytest.mark.django_db
+
+
+def _text(agent, **extra):
+    return {
+        "kind": "text",
+        "title": "Returns",
+        "content": "Return items within 30 days.",
+        "agent": agent.id,
+        **extra,
+    }
+
+
+def _error(response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) >= {"error"} and body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body["error"]
+
+
+# --- the error shape -------------------------------------------------------------------------------------
+
+
+def test_a_field_error_names_the_field_under_fields(api, agent):
+    error = _error(api.post("/api/v1/sources", _text(agent, content=""), format="json"), 400, "invalid")
+    assert "content" in error["fields"] and isinstance(error["fields"]["content"], list)
+
+
+def test_not_found_unauthenticated_forbidden_and_bad_method_share_the_shape(api, member, agent):
+    _error(api.get("/api/v1/sources/999999"), 404, "not_found")
+    _error(APIClient().get("/api/v1/sources"), 401, "not_authenticated")
+    _error(
+        APIClient().get("/api/v1/sources", HTTP_AUTHORIZATION="Bearer gk_nope"), 401, "authentication_failed"
+    )
+    _error(api.put("/api/v1/search"), 405, "method_not_allowed")
+    client = APIClient()
+    client.force_login(member)
+    _error(client.post("/api/v1/sources", _text(agent), format="json"), 403, "permission_denied")
+    raw = api.post("/api/v1/sources", data="{not json", content_type="application/json")
+    _error(raw, 400, "malformed_request")
+
+
+def test_an_unknown_api_address_answers_json_and_the_web_ui_keeps_its_pages(api, client):
+    _error(api.get("/api/v1/no-such-thing"), 404, "not_found")
+    assert client.get("/app/no-such-page").get("Content-Type", "").startswith("text/html")
+
+
+def test_widget_errors_share_the_shape(client, agent):
+    error = _error(
+        client.post(f"/api/v1/agents/{agent.public_key}/chat", {}, content_type="application/json"),
+        403,
+        "permission_denied",
+    )
+    assert "not allowed" in error["message"]
+    refused = client.post(
+        f"/api/v1/agents/{agent.public_key}/chat",
+        {"message": "hi"},
+        content_type="application/json",
+        HTTP_ORIGIN="https://acme.example",
+        HTTP_X_VISITOR_TOKEN="forged.token",
+    )
+    _error(refused, 401, "invalid_visitor_token")
+
+
+# --- throttling ------------------------------------------------------------------------------------------
+
+
+@override_settings(API_RATE_PER_MINUTE=3)
+def test_the_key_is_throttled_with_rate_limit_headers_and_a_clear_refusal(api, outsider_api, agent):
+    answers = [api.get("/api/v1/sources") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert [a["RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0"]
+    assert all(a["RateLimit-Limit"] == "3" for a in answers)
+    refused = answers[-1]
+    error = _error(refused, 429, "rate_limited")
+    assert error["limit"] == 3 and error["usage"] == 4
+    wait = int(refused["Retry-After"])
+    assert 0 < wait <= 60 and 0 <= int(refused["RateLimit-Reset"]) <= 60
+    assert abs(error["reset"] - (time.time() + wait)) <= 2
+    # Nothing was written by a refused write, and another workspace's key has its own allowance.
+    assert api.post("/api/v1/sources", _text(agent), format="json").status_code == 429
+    with workspace_scope(agent.workspace_id):
+        assert not Source.objects.exists()
+    assert outsider_api.get("/api/v1/sources").status_code == 200
+
+
+@override_settings(
+    API_RATE_PER_MINUTE=2, API_RATE_LIMIT_RESOLVER="tests.sources.api.test_api_conventions.plan_limit"
+)
+def test_a_resolver_sets_a_workspaces_own_limit(api):
+    # plan_limit() gives 5 to this workspace (a plan's API requests per minute); the setting says 2.
+    assert [api.get("/api/v1/sources").status_code for _ in range(6)] == [200] * 5 + [429]
+
+
+def plan_limit(workspace) -> int | None:
+    return 5 if workspace.slug == "acme" else None
+
+
+def test_the_widget_api_is_not_counted_against_api_keys(client, agent, settings):
+    settings.API_RATE_PER_MINUTE = 1
+    for _ in range(3):
+        response = client.post(
+            f"/api/v1/agents/{agent.public_key}/widget/init",
+            {},
+            content_type="application/json",
+            HTTP_ORIGIN="https://acme.example",
+        )
+        assert response.status_code == 200 and "RateLimit-Limit" not in response
+
+
+# --- idempotency -----------------------------------------------------------------------------------------
+
+
+def test_a_retried_post_with_the_same_key_answers_the_first_result(api, agent):
+    first = api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    again = api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == again.status_code == 201
+    assert again.json()["id"] == first.json()["id"] and again["Idempotent-Replayed"] == "true"
+    with workspace_scope(agent.workspace_id):
+        assert Source.objects.count() == 1
+    other_body = api.post(
+        "/api/v1/sources", _text(agent, title="Other"), format="json", HTTP_IDEMPOTENCY_KEY="k-1"
+    )
+    _error(other_body, 422, "idempotency_key_reused")
+    fresh = api.post(
+        "/api/v1/sources", _text(agent, title="Other"), format="json", HTTP_IDEMPOTENCY_KEY="k-2"
+    )
+    assert fresh.status_code == 201 and fresh.json()["id"] != first.json()["id"]
+
+
+def test_an_idempotency_key_belongs_to_its_workspace(api, outsider_api, agent, other_agent):
+    mine = api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    theirs = outsider_api.post(
+        "/api/v1/sources", _text(other_agent), format="json", HTTP_IDEMPOTENCY_KEY="shared"
+    )
+    assert mine.status_code == theirs.status_code == 201 and mine.json()["id"] != theirs.json()["id"]
+
+
+def test_a_request_still_running_is_not_run_twice(api, agent, settings):
+    import hashlib
+
+    import redis
+
+    key = f"{settings.REDIS_KEY_PREFIX}idempotency:{agent.workspace_id}:{hashlib.sha256(b'busy').hexdigest()}"
+    body = _text(agent)
+    first = api.post("/api/v1/sources", body, format="json", HTTP_IDEMPOTENCY_KEY="busy")
+    assert first.status_code == 201
+    stored = redis.Redis.from_url(settings.REDIS_URL).get(key)
+    assert stored is not None and b'"done"' in stored
+    # Mark it as still running, as a request in flight leaves it.
+    redis.Redis.from_url(settings.REDIS_URL).set(key, stored.replace(b'"done"', b'"pending"'))
+    retry = api.post("/api/v1/sources", body, format="json", HTTP_IDEMPOTENCY_KEY="busy")
+    _error(retry, 409, "idempotency_in_progress")
+    with workspace_scope(agent.workspace_id):
+        assert Source.objects.count() == 1
+
+
+def test_the_same_address_twice_answers_409_with_the_existing_source(api, agent):
+    body = {"kind": "url", "url": "http://127.0.0.1:9/page", "agent": agent.id}
+    first = api.post("/api/v1/sources", body, format="json")
+    assert first.status_code == 201, first.content
+    error = _error(api.post("/api/v1/sources", body, format="json"), 409, "duplicate")
+    assert error["existing_id"] == first.json()["id"]
+    # Another kind at the same address is another thing (a page is not a sitemap).
+    assert api.post("/api/v1/sources", {**body, "kind": "sitemap"}, format="json").status_code == 201
+
+
+# --- the schema ------------------------------------------------------------------------------------------
+
+
+def test_the_schema_validates_without_warnings(tmp_path):
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+    schema = target.read_text()
+    assert "bearerFormat: gk_<prefix>_<secret>" in schema
+    assert "    Citation:" in schema and "    SearchResult:" in schema and "    Error:" in schema
+
+
+def test_the_schema_documents_search_as_an_object_and_every_operation_has_a_response(api):
+    import yaml
+
+    schema = yaml.safe_load(api.get("/api/v1/schema").content)
+    search = schema["paths"]["/api/v1/search"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert search["schema"]["$ref"].endswith("/SearchResult")
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            assert any(code.startswith("2") for code in operation["responses"]), (path, method)
+    assert set(schema["components"]["securitySchemes"]) == {"apiKey", "session"}
+
+
+def test_the_browsable_docs_are_served(client):
+    assert client.get("/api/v1/docs").status_code == 200
+    assert client.get("/api/v1/redoc").status_code == 200
