@@ -255,12 +255,12 @@ def _search_passages(
     """The passages, and whether the reranker asked for (if any) ranked them."""
     params = params or SearchParams()
     with metrics.timed(metrics.SEARCH_SECONDS, mode=params.mode):
-        return _search_passages(workspace_id=workspace_id, query=query, params=params, agent_id=agent_id)
+        return _searched(workspace_id=workspace_id, query=query, params=params, agent_id=agent_id)
 
 
-def _search_passages(
+def _searched(
     *, workspace_id: int, query: str, params: SearchParams, agent_id: int | None
-) -> list[Passage]:
+) -> tuple[list[Passage], bool]:
     if agent_id is None:
         ranked = search_hits(workspace_id=workspace_id, query=query, params=params)
     else:

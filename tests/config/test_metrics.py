@@ -120,7 +120,8 @@ def test_worker_task_outcomes_reach_a_scrape_through_the_multiprocess_directory(
          "-n", f"metrics-{run_id}@%h", "--without-gossip", "--without-mingle"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    sender = Celery(broker=settings.CELERY_BROKER_URL)
+    # Not the current app: shared tasks of later tests must keep resolving to config.celery.app.
+    sender = Celery(broker=settings.CELERY_BROKER_URL, set_as_current=False)
     sender.conf.broker_transport_options = {"global_keyprefix": f"t{run_id}:"}
     try:
         sender.send_task("ingestion.tasks.crawl_sweep_stalled", queue="crawl")
