@@ -20,7 +20,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import services
+from agents import doctor, services
 from agents.forms import AgentSettingsForm
 from agents.models import Agent
 from sources.api.base import WorkspaceAPIView
@@ -189,3 +189,32 @@ class AgentDetailView(WorkspaceAPIView):
     def delete(self, request: Request, agent_id: int) -> Response:
         services.agent_delete(agent=self._agent(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FindingSerializer(serializers.Serializer):
+    check = serializers.CharField(help_text="Which check found it: embedder, model, sources, gate, ...")
+    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
+    problem = serializers.CharField(help_text="What is wrong, for people.")
+    action = serializers.CharField(help_text="What to do about it.")
+    detail = serializers.CharField(help_text="The raw error, for operators (may be empty).")
+
+
+class DoctorSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "warning", "error"], help_text="The worst finding.")
+    checks = serializers.ListField(child=serializers.CharField(), help_text="The checks that ran.")
+    findings = FindingSerializer(many=True)
+
+
+class AgentDoctorView(AgentDetailView):
+    """Read-only, so every member may ask; the model check spends one token of the agent's provider."""
+
+    http_method_names = ["get", "options"]
+
+    @extend_schema(
+        operation_id="agents_doctor",
+        parameters=[AGENT_ID],
+        responses={200: DoctorSerializer, **NOT_FOUND, **ERRORS},
+        summary="What is wrong with an agent and its deployment, and what to do about each finding.",
+    )
+    def get(self, request: Request, agent_id: int) -> Response:
+        return Response(doctor.diagnose(agent=self._agent(agent_id)))
