@@ -3,6 +3,8 @@
 `run_turn` yields events that both the JSON endpoint and the SSE stream are built from:
   tool.start / tool.complete   a search of the knowledge (inject mode: one, before the model)
   knowledge.hits               the passages themselves, only when a server-side decision allows it
+                               (each of these three carries the search's `call_id`; the gate's own search
+                               in tool mode is the call "gate", reported only where passages may be shown)
   text.delta                   answer text as it is produced
   error                        the turn failed; nothing more follows
   done                         the final answer, sources, conversation id and metadata
@@ -65,6 +67,7 @@ class TurnContext:
     answerer: Callable[[str, list[NumberedPassage]], ExtractiveAnswer] = extractive_answer
     numbered: list[NumberedPassage] = field(default_factory=list)
     searches: list[list[Passage]] = field(default_factory=list)
+    call_ids: set[str] = field(default_factory=set)
     metadata: dict[str, Any] = field(default_factory=lambda: {"grounded": True})
 
 
@@ -238,7 +241,9 @@ def _tool_mode(
     # The gate may pass on the user's message alone (a follow-up with its topic added); otherwise the
     # model's own searches must back it, and until they do its text is held back.
     if turn.agent.gate_enabled:
-        yield from _search(turn, condense(turn.user_text, previous_query), record=False)
+        # Reported (as the call "gate") only where passages may be shown: a visitor learns nothing of it.
+        query = condense(turn.user_text, previous_query)
+        yield from _search(turn, query, record=turn.show_hits, call_id=GATE_CALL_ID)
     backed = gate.is_backed(turn.agent, turn.searches)
     system = prompts.build_system_prompt(turn.agent.system_prompt, "", None)
     messages: list[dict] = [
@@ -285,7 +290,7 @@ def _tool_mode(
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "Unknown tool."})
                 continue
             query = str(call.arguments.get("query") or turn.user_text)[:500]
-            passages = yield from _search(turn, query)
+            passages = yield from _search(turn, query, call_id=call.id)
             numbered = prompts.number_passages(
                 passages, turn.agent.context_budget, start=len(turn.numbered) + 1
             )
@@ -310,11 +315,31 @@ def agent_search_params(agent: Agent, audiences: list[str]) -> SearchParams:
     )
 
 
-def _search(turn: TurnContext, query: str, record: bool = True) -> Iterator[dict]:
+GATE_CALL_ID = "gate"
+
+
+def _call_id(turn: TurnContext, wanted: str) -> str:
+    """The id a search is reported under: the model's own call id when it gave a fresh one, else the
+    turn's next "search-N". Unique within the turn, so a client can pair each start with its results."""
+    number = len(turn.call_ids) + 1
+    while not wanted or wanted in turn.call_ids:
+        wanted, number = f"search-{number}", number + 1
+    turn.call_ids.add(wanted)
+    return wanted
+
+
+def _search(turn: TurnContext, query: str, record: bool = True, call_id: str = "") -> Iterator[dict]:
     """One knowledge search, recorded in the transcript as a tool call."""
     agent = turn.agent
+    # An unreported search takes no id, so the ids a visitor sees give no hint of it.
+    call_id = _call_id(turn, call_id) if record else call_id
     if record:
-        yield {"type": "tool.start", "tool": "search_knowledge", "arguments": {"query": query}}
+        yield {
+            "type": "tool.start",
+            "tool": "search_knowledge",
+            "call_id": call_id,
+            "arguments": {"query": query},
+        }
     params = agent_search_params(agent, turn.audiences)
     try:
         passages = search_passages(
@@ -339,11 +364,18 @@ def _search(turn: TurnContext, query: str, record: bool = True) -> Iterator[dict
             tool_name="search_knowledge",
             tool_arguments={"query": query},
             tool_result=results,
+            metadata={"call_id": call_id},
         )
-        yield {"type": "tool.complete", "tool": "search_knowledge", "results": len(passages)}
+        yield {
+            "type": "tool.complete",
+            "tool": "search_knowledge",
+            "call_id": call_id,
+            "results": len(passages),
+        }
         if turn.show_hits:
             yield {
                 "type": "knowledge.hits",
+                "call_id": call_id,
                 "query": query,
                 "hits": [
                     {
