@@ -29,7 +29,16 @@ from sources.api.serializers import ErrorSerializer
 
 #: What the settings page sets, in the form's own names (AgentSettingsForm.Meta.fields).
 SETTINGS = tuple(AgentSettingsForm.Meta.fields)
-BOOLEANS = {"hybrid", "offtopic_in_user_language"}
+BOOLEANS = {"hybrid", "offtopic_in_user_language", "semantic_cache"}
+#: Numbers that may be null: null means the default (no floor, the deployment's fusion weights and cache).
+NULLABLE = {
+    "min_score",
+    "vector_weight",
+    "keyword_weight",
+    "cache_threshold",
+    "cache_max_entries",
+    "cache_ttl",
+}
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -68,6 +77,22 @@ class AgentWriteSerializer(serializers.Serializer):
     top_k = serializers.IntegerField(min_value=1, max_value=20)
     min_score = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
     hybrid = serializers.BooleanField()
+    fusion = serializers.ChoiceField(
+        choices=Agent.Fusion.choices, help_text="Empty: the deployment's default."
+    )
+    vector_weight = serializers.FloatField(allow_null=True, min_value=0.0, max_value=10.0)
+    keyword_weight = serializers.FloatField(allow_null=True, min_value=0.0, max_value=10.0)
+    candidates = serializers.IntegerField(min_value=1, max_value=500)
+    rerank_pool = serializers.IntegerField(min_value=1, max_value=200)
+    reranker = serializers.CharField(
+        allow_blank=True, help_text="A reranker alias of the deployment; empty: none."
+    )
+    context_budget = serializers.IntegerField(min_value=500, max_value=200_000)
+    semantic_cache = serializers.BooleanField()
+    cache_threshold = serializers.FloatField(allow_null=True, min_value=0.5, max_value=1.0)
+    cache_max_entries = serializers.IntegerField(allow_null=True, min_value=1, max_value=10000)
+    cache_ttl = serializers.IntegerField(allow_null=True, min_value=1, max_value=86400)
+    scope_rules = serializers.CharField(allow_blank=True)
     context_template = serializers.CharField(allow_blank=True, help_text="Must contain {context}.")
     offtopic_reply = serializers.CharField(allow_blank=True)
     offtopic_in_user_language = serializers.BooleanField()
@@ -99,8 +124,9 @@ def _form_data(agent: Agent, body: dict[str, Any]) -> dict[str, Any]:
     if "llm_api_key" in body and body["llm_api_key"] is None:
         data["llm_api_key"], data["clear_llm_api_key"] = "", True
     data["allowed_origins"] = "\n".join(data["allowed_origins"] or [])
-    if data["min_score"] is None:
-        data["min_score"] = ""
+    for name in NULLABLE:
+        if data[name] is None:
+            data[name] = ""
     for name in BOOLEANS:  # a form reads an absent checkbox as off
         if not data[name]:
             data.pop(name)
