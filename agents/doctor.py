@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -386,15 +386,22 @@ def _guarded(name: str, run: Callable[[], list[Finding]]) -> list[Finding]:
         return [Finding(name, ERROR, f"The {name} check could not run.", "", health._describe(exc))]
 
 
-def diagnose(*, agent: Agent | None = None, deployment: bool = True) -> dict[str, Any]:
-    """{"status": "ok"|"warning"|"error", "checks": [...], "findings": [...]}, worst findings first."""
+def diagnose(
+    *, agent: Agent | None = None, deployment: bool = True, operator: bool = False
+) -> dict[str, Any]:
+    """{"status": "ok"|"warning"|"error", "checks": [...], "findings": [...]}, worst findings first.
+
+    Deployment findings are shared by every workspace; their raw errors (hosts, ports, settings) are for
+    the operator (`operator=True`, the management command), so workspace members get the problem and the
+    action without them."""
     findings: list[Finding] = []
     checks: list[str] = []
     if deployment:
         for check in DEPLOYMENT_CHECKS:
             name = check.__name__.removeprefix("check_")
             checks.append(name)
-            findings += _guarded(name, check)
+            found = _guarded(name, check)
+            findings += found if operator else [replace(f, detail="") for f in found]
     if agent is not None:
         with workspace_scope(agent.workspace_id):
             for agent_check in AGENT_CHECKS:

@@ -80,9 +80,13 @@ def test_dead_services_are_each_named_with_what_to_do(agent, knowledge):
         CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/1",
         VECTOR_STORES=down_store,
     ):
-        report = doctor.diagnose(agent=agent)
+        report = doctor.diagnose(agent=agent, operator=True)
+        members_view = doctor.diagnose(agent=agent)
     found = by_check(report)
     assert report["status"] == "error"
+    # Workspace members learn what is wrong, not the deployment's addresses.
+    assert {f["check"] for f in members_view["findings"]} == {f["check"] for f in report["findings"]}
+    assert all(f["detail"] == "" for f in members_view["findings"] if f["check"] != "model")
     for name in ("redis", "broker", "vector_store"):
         [finding] = found[name]
         assert finding["severity"] == "error" and finding["action"], finding

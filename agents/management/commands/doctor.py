@@ -29,7 +29,7 @@ class Command(BaseCommand):
             agent = Agent.unscoped.filter(id=options["agent"]).first()
             if agent is None:
                 raise CommandError(f"No agent with id {options['agent']}.")
-        report = doctor.diagnose(agent=agent)
+        report = doctor.diagnose(agent=agent, operator=True)
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
         else:
