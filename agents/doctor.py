@@ -63,17 +63,27 @@ SERVICE_NAMES = {
 }
 
 
+#: Errors that mean "nothing answered" (config.health names each by its exception class).
+UNREACHABLE = ("ConnectionError", "OperationalError", "TimeoutError", "no answer in time")
+
+
 def check_services() -> list[Finding]:
     report = health.readiness()
     findings = []
     for name in report["failed"]:
         error = report["checks"][name].get("error", "")
         label = SERVICE_NAMES.get(name, name)
+        kind, _, message = error.partition(": ")
+        action = SERVICE_ACTIONS.get(name, "")
         if name == "workers":  # the check's own words name the queues, or say nothing answered in time
-            problem = f"{label} do not answer on every queue: {error.split(': ', 1)[-1]}."
-            action = SERVICE_ACTIONS[name].replace("crawl,index", ",".join(health.required_queues()))
-        else:
-            problem, action = f"{label} does not answer.", SERVICE_ACTIONS.get(name, "")
+            problem = f"{label} do not answer on every queue: {message or kind}."
+            action = action.replace("crawl,index", ",".join(health.required_queues()))
+        elif kind == "CheckFailed":  # it answered, but not as it should (e.g. migrations pending)
+            problem = f"{label} answers, but: {message}."
+        elif kind.startswith(UNREACHABLE):
+            problem = f"{label} does not answer."
+        else:  # the error's text may name addresses: it stays in the detail
+            problem = f"{label} failed ({kind})."
         findings.append(Finding(name, ERROR, problem, action, error))
     return findings
 

@@ -92,6 +92,7 @@ def test_dead_services_are_each_named_with_what_to_do(agent, knowledge):
         assert finding["severity"] == "error" and finding["action"], finding
     assert "ConnectionError" in found["redis"][0]["detail"]
     assert "REDIS_URL" in found["redis"][0]["action"]
+    assert found["redis"][0]["problem"] == "Redis does not answer."
     assert "Qdrant" in found["vector_store"][0]["detail"]
     # The store being down also means its index size cannot be read; said, not hidden.
     assert found["embedder"][0]["severity"] == "warning"
