@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 
 from agents.models import Agent
 from config.secret_forms import SecretFieldsFormMixin
@@ -22,6 +23,10 @@ def _origin(line: str) -> str:
     if parts.query or parts.fragment or "@" in parts.netloc:
         raise forms.ValidationError(f"{line!r} is not an origin: leave out everything after the host.")
     return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+#: Numbers with a default that a form may leave empty (a client posting only some fields keeps working).
+DEFAULTED = ("candidates", "rerank_pool", "context_budget")
 
 
 class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
@@ -42,6 +47,12 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
         widget=forms.URLInput(attrs={"placeholder": "https://api.openai.com/v1"}),
     )
 
+    reranker = forms.ChoiceField(
+        required=False,
+        label="Reranker",
+        help_text="Reorders the passages found with a second model; empty: no reranking.",
+    )
+
     class Meta:
         model = Agent
         fields = [
@@ -51,8 +62,20 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             "top_k",
             "min_score",
             "hybrid",
+            "fusion",
+            "vector_weight",
+            "keyword_weight",
+            "candidates",
+            "rerank_pool",
+            "reranker",
+            "context_budget",
             "context_template",
+            "semantic_cache",
+            "cache_threshold",
+            "cache_max_entries",
+            "cache_ttl",
             "offtopic_reply",
+            "scope_rules",
             "offtopic_in_user_language",
             "allowed_origins",
             "llm_base_url",
@@ -66,6 +89,17 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             "offtopic_reply": "Off-topic reply",
             "offtopic_in_user_language": "Write the off-topic reply in the visitor's language",
             "llm_model": "Model",
+            "fusion": "Fusion of the two rankings",
+            "vector_weight": "Meaning (vector) weight",
+            "keyword_weight": "Keyword weight",
+            "candidates": "Candidates per retriever",
+            "rerank_pool": "Rerank pool",
+            "context_budget": "Context budget (characters)",
+            "semantic_cache": "Reuse passages for near-identical questions (semantic cache)",
+            "cache_threshold": "Cache similarity threshold",
+            "cache_max_entries": "Cache entries",
+            "cache_ttl": "Cache time to live (seconds)",
+            "scope_rules": "Scope rules",
         }
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 4}),
@@ -73,10 +107,20 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             "offtopic_reply": forms.Textarea(attrs={"rows": 2}),
             "min_score": forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "1"}),
             "top_k": forms.NumberInput(attrs={"min": "1", "max": "20"}),
+            "scope_rules": forms.Textarea(attrs={"rows": 3}),
+            "vector_weight": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "10"}),
+            "keyword_weight": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "10"}),
+            "cache_threshold": forms.NumberInput(attrs={"step": "0.005", "min": "0.5", "max": "1"}),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # The deployment's rerankers (settings.RERANKERS), so an agent never names one that does not exist.
+        self.fields["reranker"].choices = [("", "None"), *((alias, alias) for alias in settings.RERANKERS)]
+        for name in DEFAULTED:
+            self.fields[name].required = False
+            model_field = Agent._meta.get_field(name)
+            self.fields[name].help_text = f"{model_field.help_text} Empty: {model_field.default}.".strip()
         self.template_warnings: list[str] = []
         if not self.is_bound:
             from agents.prompts import template_problems
@@ -105,6 +149,31 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
         if value is not None and not 0.0 <= value <= 1.0:
             raise forms.ValidationError("Scores run from 0 to 1; leave it empty to keep every passage.")
         return value
+
+    def _clean_defaulted(self, name: str) -> int:
+        value = self.cleaned_data.get(name)
+        return Agent._meta.get_field(name).default if value is None else value
+
+    def clean_candidates(self) -> int:
+        return self._clean_defaulted("candidates")
+
+    def clean_rerank_pool(self) -> int:
+        return self._clean_defaulted("rerank_pool")
+
+    def clean_context_budget(self) -> int:
+        budget = self._clean_defaulted("context_budget")
+        if not 500 <= budget <= 200_000:
+            raise forms.ValidationError("Use between 500 and 200000 characters of passages per turn.")
+        return budget
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        top_k, pool = data.get("top_k"), data.get("rerank_pool")
+        if data.get("reranker") and top_k and pool and pool < top_k:
+            self.add_error("rerank_pool", f"The reranker needs at least the {top_k} passages it returns.")
+        if data.get("vector_weight") == 0 and data.get("keyword_weight") == 0:
+            self.add_error("keyword_weight", "At least one weight must be above 0.")
+        return data
 
     def clean_context_template(self) -> str:
         from agents.prompts import template_problems

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from config.outbound import validate_outbound_url
@@ -20,6 +21,11 @@ class Agent(TenantModel):
     class RetrievalMode(models.TextChoices):
         INJECT = "inject", "Inject passages into the prompt"
         TOOL = "tool", "Let the model call search_knowledge"
+
+    class Fusion(models.TextChoices):
+        DEFAULT = "", "The deployment's default"
+        SCORE = "score", "Score fusion (normalised scores, weighted)"
+        RRF = "rrf", "Reciprocal rank fusion (ranks only)"
 
     class SourcesDisplay(models.TextChoices):
         TITLES = "titles", "Titles (with links for web pages)"
@@ -52,9 +58,46 @@ class Agent(TenantModel):
     context_template = models.TextField(
         blank=True, help_text="Must contain {context}; empty uses the default."
     )
+    # How hybrid search combines its two retrievers. Empty/None: the deployment's SEARCH_* settings, so an
+    # operator's defaults still apply to agents nobody tuned.
+    fusion = models.CharField(max_length=10, choices=Fusion.choices, blank=True)
+    vector_weight = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(10.0)]
+    )
+    keyword_weight = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(10.0)]
+    )
+    candidates = models.PositiveSmallIntegerField(
+        default=50,
+        validators=[MinValueValidator(1), MaxValueValidator(500)],
+        help_text="Passages each retriever fetches before fusion.",
+    )
+    rerank_pool = models.PositiveSmallIntegerField(
+        default=50,
+        validators=[MinValueValidator(1), MaxValueValidator(200)],
+        help_text="Passages the reranker reorders (at least top k).",
+    )
+
+    # The semantic cache: a question close enough to a recent one reuses its passages. None: the
+    # deployment's SEMANTIC_CACHE_* settings.
+    semantic_cache = models.BooleanField(default=True)
+    cache_threshold = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.5), MaxValueValidator(1.0)]
+    )
+    cache_max_entries = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10000)]
+    )
+    cache_ttl = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(86400)]
+    )
 
     # The scope gate: with min_score and an off-topic reply, unbacked questions get the reply.
     offtopic_reply = models.TextField(blank=True)
+    scope_rules = models.TextField(
+        blank=True,
+        help_text="What the agent may talk about, in your words; added to the model's instructions while the "
+        "scope gate is on.",
+    )
     offtopic_in_user_language = models.BooleanField(
         default=False,
         help_text="Let the model write the refusal in the user's language (it sees only that message).",

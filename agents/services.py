@@ -3,6 +3,8 @@
 `run_turn` yields events that both the JSON endpoint and the SSE stream are built from:
   tool.start / tool.complete   a search of the knowledge (inject mode: one, before the model)
   knowledge.hits               the passages themselves, only when a server-side decision allows it
+                               (each of these three carries the search's `call_id`; the gate's own search
+                               in tool mode is the call "gate", reported only where passages may be shown)
   text.delta                   answer text as it is produced
   error                        the turn failed; nothing more follows
   done                         the final answer, sources, conversation id and metadata
@@ -65,6 +67,7 @@ class TurnContext:
     answerer: Callable[[str, list[NumberedPassage]], ExtractiveAnswer] = extractive_answer
     numbered: list[NumberedPassage] = field(default_factory=list)
     searches: list[list[Passage]] = field(default_factory=list)
+    call_ids: set[str] = field(default_factory=set)
     metadata: dict[str, Any] = field(default_factory=lambda: {"grounded": True})
 
 
@@ -221,7 +224,9 @@ def _inject_mode(
             turn.numbered = []
             turn.metadata["grounded"] = False
         return (yield from _emit_text(answer.text))
-    system = prompts.build_system_prompt(turn.agent.system_prompt, turn.agent.context_template, turn.numbered)
+    system = prompts.build_system_prompt(
+        system_prompt(turn.agent), turn.agent.context_template, turn.numbered
+    )
     messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": turn.user_text}]
     turn.metadata["answerer"] = "model"
     parts = []
@@ -238,9 +243,11 @@ def _tool_mode(
     # The gate may pass on the user's message alone (a follow-up with its topic added); otherwise the
     # model's own searches must back it, and until they do its text is held back.
     if turn.agent.gate_enabled:
-        yield from _search(turn, condense(turn.user_text, previous_query), record=False)
+        # Reported (as the call "gate") only where passages may be shown: a visitor learns nothing of it.
+        query = condense(turn.user_text, previous_query)
+        yield from _search(turn, query, record=turn.show_hits, call_id=GATE_CALL_ID)
     backed = gate.is_backed(turn.agent, turn.searches)
-    system = prompts.build_system_prompt(turn.agent.system_prompt, "", None)
+    system = prompts.build_system_prompt(system_prompt(turn.agent), "", None)
     messages: list[dict] = [
         {"role": "system", "content": system},
         *history,
@@ -285,7 +292,7 @@ def _tool_mode(
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "Unknown tool."})
                 continue
             query = str(call.arguments.get("query") or turn.user_text)[:500]
-            passages = yield from _search(turn, query)
+            passages = yield from _search(turn, query, call_id=call.id)
             numbered = prompts.number_passages(
                 passages, turn.agent.context_budget, start=len(turn.numbered) + 1
             )
@@ -297,24 +304,67 @@ def _tool_mode(
     return "".join(held) if backed else turn.agent.offtopic_reply
 
 
+SCOPE_RULES_HEADING = "Stay within this scope, set by the site's owner; decline anything outside it:"
+
+
+def system_prompt(agent: Agent) -> str:
+    """The agent's instructions (or the default), with its scope rules while the scope gate is on: the
+    gate refuses unbacked questions in code, the rules keep a configured model on topic within answers."""
+    base = agent.system_prompt.strip() or prompts.DEFAULT_SYSTEM_PROMPT
+    rules = agent.scope_rules.strip()
+    if rules and agent.gate_enabled:
+        return f"{base}\n\n{SCOPE_RULES_HEADING}\n{rules}"
+    return base
+
+
 def agent_search_params(agent: Agent, audiences: list[str]) -> SearchParams:
     """How an agent searches, for its chat and for the admin's test panel alike."""
+    deployment = SearchParams()  # the operator's fusion and weights, where the agent keeps the default
     return SearchParams(
         top_k=agent.top_k,
         min_score=agent.min_score,
         mode="hybrid" if agent.hybrid else "vector",
+        fusion=agent.fusion or deployment.fusion,
+        vector_weight=deployment.vector_weight if agent.vector_weight is None else agent.vector_weight,
+        keyword_weight=deployment.keyword_weight if agent.keyword_weight is None else agent.keyword_weight,
+        candidates=agent.candidates,
         rerank=agent.reranker or None,
+        rerank_pool=agent.rerank_pool,
+        semantic_cache=agent.semantic_cache,
+        cache_threshold=agent.cache_threshold,
+        cache_max_entries=agent.cache_max_entries,
+        cache_ttl=agent.cache_ttl,
         # Every chunk carries its audiences ("public" unless the source says otherwise); a visitor sees
         # public passages plus those of the audiences their signed token grants.
         filters={"audience": ["public", *audiences]},
     )
 
 
-def _search(turn: TurnContext, query: str, record: bool = True) -> Iterator[dict]:
+GATE_CALL_ID = "gate"
+
+
+def _call_id(turn: TurnContext, wanted: str) -> str:
+    """The id a search is reported under: the model's own call id when it gave a fresh one, else the
+    turn's next "search-N". Unique within the turn, so a client can pair each start with its results."""
+    number = len(turn.call_ids) + 1
+    while not wanted or wanted in turn.call_ids:
+        wanted, number = f"search-{number}", number + 1
+    turn.call_ids.add(wanted)
+    return wanted
+
+
+def _search(turn: TurnContext, query: str, record: bool = True, call_id: str = "") -> Iterator[dict]:
     """One knowledge search, recorded in the transcript as a tool call."""
     agent = turn.agent
+    # An unreported search takes no id, so the ids a visitor sees give no hint of it.
+    call_id = _call_id(turn, call_id) if record else call_id
     if record:
-        yield {"type": "tool.start", "tool": "search_knowledge", "arguments": {"query": query}}
+        yield {
+            "type": "tool.start",
+            "tool": "search_knowledge",
+            "call_id": call_id,
+            "arguments": {"query": query},
+        }
     params = agent_search_params(agent, turn.audiences)
     try:
         passages = search_passages(
@@ -339,11 +389,18 @@ def _search(turn: TurnContext, query: str, record: bool = True) -> Iterator[dict
             tool_name="search_knowledge",
             tool_arguments={"query": query},
             tool_result=results,
+            metadata={"call_id": call_id},
         )
-        yield {"type": "tool.complete", "tool": "search_knowledge", "results": len(passages)}
+        yield {
+            "type": "tool.complete",
+            "tool": "search_knowledge",
+            "call_id": call_id,
+            "results": len(passages),
+        }
         if turn.show_hits:
             yield {
                 "type": "knowledge.hits",
+                "call_id": call_id,
                 "query": query,
                 "hits": [
                     {

@@ -101,11 +101,17 @@ def document_index(*, document: Document) -> None:
 
 def _build_chunks(document: Document) -> list[Chunk]:
     source = document.source
+    config = source.config
+    # The source's own chunking (the shared optional fields of ingestion/kinds/base.KindConfig), else the
+    # deployment's; a separator found by ingestion (a spreadsheet's rows) wins over one the user set.
+    size, overlap = config.get("chunk_size"), config.get("chunk_overlap")
     pieces = chunk_text(
         document.text,
-        target_chars=settings.CHUNK_TARGET_CHARS,
-        overlap_chars=settings.CHUNK_OVERLAP_CHARS,
-        separator=source.state.get("chunk_separator") or source.config.get("chunk_separator"),
+        target_chars=settings.CHUNK_TARGET_CHARS if size is None else size,
+        overlap_chars=settings.CHUNK_OVERLAP_CHARS if overlap is None else overlap,
+        separator=source.state.get("chunk_separator")
+        or config.get("record_separator")
+        or config.get("chunk_separator"),
     )
     if not pieces:
         raise IndexingError("This document has no text to index.")

@@ -32,9 +32,49 @@ class CachedHit:
     keyword_score: float
 
 
+@dataclass(frozen=True)
+class CachePolicy:
+    """An agent's semantic cache knobs, each defaulting to the deployment's SEMANTIC_CACHE_* setting."""
+
+    enabled: bool = True
+    threshold: float | None = None
+    max_entries: int | None = None
+    ttl: int | None = None
+
+    @classmethod
+    def of(cls, params: Any) -> CachePolicy:
+        """From a search's parameters (retrieval.services.SearchParams)."""
+        return cls(
+            enabled=params.semantic_cache,
+            threshold=params.cache_threshold,
+            max_entries=params.cache_max_entries,
+            ttl=params.cache_ttl,
+        )
+
+    @property
+    def similarity(self) -> float:
+        return settings.SEMANTIC_CACHE_THRESHOLD if self.threshold is None else self.threshold
+
+    @property
+    def entries(self) -> int:
+        return settings.SEMANTIC_CACHE_MAX_ENTRIES if self.max_entries is None else self.max_entries
+
+    @property
+    def seconds(self) -> int:
+        return settings.SEMANTIC_CACHE_TTL if self.ttl is None else self.ttl
+
+
+DEFAULT_POLICY = CachePolicy()
+
+
+#: The cache's own knobs among a search's parameters: they decide whether hits are reused, not which.
+POLICY_FIELDS = frozenset({"semantic_cache", "cache_threshold", "cache_max_entries", "cache_ttl"})
+
+
 def params_key(params: dict) -> str:
     """Hits are only reused for the same search settings (top_k, floor, filters, mode...)."""
-    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    searched = {name: value for name, value in params.items() if name not in POLICY_FIELDS}
+    return hashlib.sha256(json.dumps(searched, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _key(workspace_id: int, agent_id: int) -> str:
@@ -42,7 +82,12 @@ def _key(workspace_id: int, agent_id: int) -> str:
 
 
 def lookup(
-    *, workspace_id: int, agent_id: int, vector: np.ndarray, params_key: str
+    *,
+    workspace_id: int,
+    agent_id: int,
+    vector: np.ndarray,
+    params_key: str,
+    policy: CachePolicy = DEFAULT_POLICY,
 ) -> list[tuple[VectorHit, float, float]] | None:
     entries = cache.get(_key(workspace_id, agent_id)) or []
     now = time.time()
@@ -50,12 +95,12 @@ def lookup(
     for entry in entries:
         if entry["workspace_id"] != workspace_id or entry["params"] != params_key:
             continue
-        if now - entry["at"] > settings.SEMANTIC_CACHE_TTL:
+        if now - entry["at"] > policy.seconds:
             continue
         similarity = float(np.dot(np.frombuffer(entry["vector"], dtype=np.float32), vector))
         if similarity > best_similarity:
             best, best_similarity = entry, similarity
-    if best is None or best_similarity < settings.SEMANTIC_CACHE_THRESHOLD:
+    if best is None or best_similarity < policy.similarity:
         return None
     return [(VectorHit(chunk_id=c, score=s), v, k) for c, s, v, k in best["hits"]]
 
@@ -67,10 +112,11 @@ def store(
     vector: np.ndarray,
     params_key: str,
     hits: list[tuple[VectorHit, float, float]],
+    policy: CachePolicy = DEFAULT_POLICY,
 ) -> None:
     key = _key(workspace_id, agent_id)
     now = time.time()
-    entries = [e for e in (cache.get(key) or []) if now - e["at"] <= settings.SEMANTIC_CACHE_TTL]
+    entries = [e for e in (cache.get(key) or []) if now - e["at"] <= policy.seconds]
     entries.append(
         {
             "workspace_id": workspace_id,
@@ -80,7 +126,7 @@ def store(
             "hits": [(h.chunk_id, h.score, v, k) for h, v, k in hits],
         }
     )
-    cache.set(key, entries[-settings.SEMANTIC_CACHE_MAX_ENTRIES :], timeout=settings.SEMANTIC_CACHE_TTL)
+    cache.set(key, entries[-policy.entries :], timeout=policy.seconds)
 
 
 def invalidate(*, workspace_id: int, agent_id: int) -> None:

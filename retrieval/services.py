@@ -40,8 +40,17 @@ class SearchParams:
     candidates: int = 50
     filters: Filters | None = None
     rerank: str | None = None
+    rerank_pool: int = 50  # passages the reranker reorders
+    # The agent's semantic cache (search_passages with an agent): off, or its knobs; None is the
+    # deployment's SEMANTIC_CACHE_* setting.
+    semantic_cache: bool = True
+    cache_threshold: float | None = None
+    cache_max_entries: int | None = None
+    cache_ttl: int | None = None
 
     def __post_init__(self) -> None:
+        if self.candidates < 1 or self.rerank_pool < 1:
+            raise ValueError("candidates and rerank_pool must be at least 1")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         if self.fusion not in FUSIONS:
@@ -267,34 +276,43 @@ def _searched(
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
         with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
             vector = embedders["default"].embed_query(query)
+        policy = semantic_cache.CachePolicy.of(params)
         params_key = semantic_cache.params_key(asdict(params))
-        ranked = semantic_cache.lookup(
-            workspace_id=workspace_id, agent_id=agent_id, vector=vector, params_key=params_key
-        )
-        metrics.semantic_cache_lookup(hit=ranked is not None)
-        if ranked is None:
-            ranked = search_hits(workspace_id=workspace_id, query=query, params=params, vector=vector)
-            semantic_cache.store(
+        ranked = None
+        if policy.enabled:
+            ranked = semantic_cache.lookup(
                 workspace_id=workspace_id,
                 agent_id=agent_id,
                 vector=vector,
                 params_key=params_key,
-                hits=ranked,
+                policy=policy,
             )
-    candidates = ranked[: max(params.top_k, 50) if params.rerank else params.top_k]
+            metrics.semantic_cache_lookup(hit=ranked is not None)
+        if ranked is None:
+            ranked = search_hits(workspace_id=workspace_id, query=query, params=params, vector=vector)
+            if policy.enabled:
+                semantic_cache.store(
+                    workspace_id=workspace_id,
+                    agent_id=agent_id,
+                    vector=vector,
+                    params_key=params_key,
+                    hits=ranked,
+                    policy=policy,
+                )
+    candidates = ranked[: max(params.top_k, params.rerank_pool) if params.rerank else params.top_k]
     passages = _load_passages(workspace_id, candidates)
     reranked_as_asked = True
     if params.rerank and passages:
-        reranked = _rerank(query, passages, params.rerank)
+        reranked = _rerank(query, passages, params.rerank, pool=max(params.top_k, params.rerank_pool))
         reranked_as_asked = reranked is not None
         passages = reranked if reranked is not None else passages
     return passages[: params.top_k], reranked_as_asked
 
 
-def _rerank(query: str, passages: list[Passage], alias: str) -> list[Passage] | None:
-    """Reorder by a reranker's scores; None (logged) on any failure or invalid score, and the caller
-    keeps the retrieval order."""
-    candidates = passages[:50]
+def _rerank(query: str, passages: list[Passage], alias: str, pool: int = 50) -> list[Passage] | None:
+    """Reorder the first `pool` passages by a reranker's scores; None (logged) on any failure or invalid
+    score, and the caller keeps the retrieval order."""
+    candidates = passages[:pool]
     try:
         scores = rerankers[alias].rerank(query, [p.text for p in candidates])
         valid = len(scores) == len(candidates) and all(
@@ -307,7 +325,7 @@ def _rerank(query: str, passages: list[Passage], alias: str) -> list[Passage] | 
         log.warning("reranker %r returned invalid scores; keeping the retrieval order", alias)
         return None
     order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
-    return [candidates[i] for i in order] + passages[50:]
+    return [candidates[i] for i in order] + passages[pool:]
 
 
 def _load_passages(workspace_id: int, ranked: list[tuple[VectorHit, float, float]]) -> list[Passage]:

@@ -64,6 +64,7 @@ urlpatterns = [
     path("app/agents/<int:agent_id>/discover", views.discover, name="app-discover"),
     path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),
     path("app/agents/<int:agent_id>/test", agent_views.agent_test, name="app-agent-test"),
+    path("app/agents/<int:agent_id>/health", agent_views.agent_health, name="app-agent-health"),
     path("app/agents/<int:agent_id>/settings", agent_views.agent_settings, name="app-agent-settings"),
     path("app/agents/<int:agent_id>/delete", agent_views.agent_delete, name="app-agent-delete"),
     path(

@@ -20,7 +20,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import services
+from agents import doctor, services
 from agents.forms import AgentSettingsForm
 from agents.models import Agent
 from sources.api.base import WorkspaceAPIView
@@ -29,7 +29,16 @@ from sources.api.serializers import ErrorSerializer
 
 #: What the settings page sets, in the form's own names (AgentSettingsForm.Meta.fields).
 SETTINGS = tuple(AgentSettingsForm.Meta.fields)
-BOOLEANS = {"hybrid", "offtopic_in_user_language"}
+BOOLEANS = {"hybrid", "offtopic_in_user_language", "semantic_cache"}
+#: Numbers that may be null: null means the default (no floor, the deployment's fusion weights and cache).
+NULLABLE = {
+    "min_score",
+    "vector_weight",
+    "keyword_weight",
+    "cache_threshold",
+    "cache_max_entries",
+    "cache_ttl",
+}
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -68,6 +77,22 @@ class AgentWriteSerializer(serializers.Serializer):
     top_k = serializers.IntegerField(min_value=1, max_value=20)
     min_score = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
     hybrid = serializers.BooleanField()
+    fusion = serializers.ChoiceField(
+        choices=Agent.Fusion.choices, help_text="Empty: the deployment's default."
+    )
+    vector_weight = serializers.FloatField(allow_null=True, min_value=0.0, max_value=10.0)
+    keyword_weight = serializers.FloatField(allow_null=True, min_value=0.0, max_value=10.0)
+    candidates = serializers.IntegerField(min_value=1, max_value=500)
+    rerank_pool = serializers.IntegerField(min_value=1, max_value=200)
+    reranker = serializers.CharField(
+        allow_blank=True, help_text="A reranker alias of the deployment; empty: none."
+    )
+    context_budget = serializers.IntegerField(min_value=500, max_value=200_000)
+    semantic_cache = serializers.BooleanField()
+    cache_threshold = serializers.FloatField(allow_null=True, min_value=0.5, max_value=1.0)
+    cache_max_entries = serializers.IntegerField(allow_null=True, min_value=1, max_value=10000)
+    cache_ttl = serializers.IntegerField(allow_null=True, min_value=1, max_value=86400)
+    scope_rules = serializers.CharField(allow_blank=True)
     context_template = serializers.CharField(allow_blank=True, help_text="Must contain {context}.")
     offtopic_reply = serializers.CharField(allow_blank=True)
     offtopic_in_user_language = serializers.BooleanField()
@@ -99,8 +124,9 @@ def _form_data(agent: Agent, body: dict[str, Any]) -> dict[str, Any]:
     if "llm_api_key" in body and body["llm_api_key"] is None:
         data["llm_api_key"], data["clear_llm_api_key"] = "", True
     data["allowed_origins"] = "\n".join(data["allowed_origins"] or [])
-    if data["min_score"] is None:
-        data["min_score"] = ""
+    for name in NULLABLE:
+        if data[name] is None:
+            data[name] = ""
     for name in BOOLEANS:  # a form reads an absent checkbox as off
         if not data[name]:
             data.pop(name)
@@ -189,3 +215,32 @@ class AgentDetailView(WorkspaceAPIView):
     def delete(self, request: Request, agent_id: int) -> Response:
         services.agent_delete(agent=self._agent(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FindingSerializer(serializers.Serializer):
+    check = serializers.CharField(help_text="Which check found it: embedder, model, sources, gate, ...")
+    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
+    problem = serializers.CharField(help_text="What is wrong, for people.")
+    action = serializers.CharField(help_text="What to do about it.")
+    detail = serializers.CharField(help_text="The raw error, for operators (may be empty).")
+
+
+class DoctorSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "warning", "error"], help_text="The worst finding.")
+    checks = serializers.ListField(child=serializers.CharField(), help_text="The checks that ran.")
+    findings = FindingSerializer(many=True)
+
+
+class AgentDoctorView(AgentDetailView):
+    """Read-only, so every member may ask; the model check spends one token of the agent's provider."""
+
+    http_method_names = ["get", "options"]
+
+    @extend_schema(
+        operation_id="agents_doctor",
+        parameters=[AGENT_ID],
+        responses={200: DoctorSerializer, **NOT_FOUND, **ERRORS},
+        summary="What is wrong with an agent and its deployment, and what to do about each finding.",
+    )
+    def get(self, request: Request, agent_id: int) -> Response:
+        return Response(doctor.diagnose(agent=self._agent(agent_id)))

@@ -8,6 +8,7 @@ urlpatterns = [
     # agents/<int>/documents is the documents API (sources/api/urls.py).
     path("agents", admin.AgentListView.as_view(), name="agent-list"),
     path("agents/<int:agent_id>", admin.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<int:agent_id>/doctor", admin.AgentDoctorView.as_view(), name="agent-doctor"),
     path("agents/<str:public_key>/chat", views.ChatView.as_view(), name="agent-chat"),
     path("agents/<str:public_key>/chat/stream", views.ChatStreamView.as_view(), name="agent-chat-stream"),
     path(

@@ -36,7 +36,7 @@ class TextKind(SourceKind):
     form_fields = ("content",)
 
     def settings_of(self, config: TextConfig) -> dict:
-        return {}  # the text itself is the document; nothing else is set
+        return config.chunking()  # the text itself is the document; only how it is cut is kept
 
     def create(self, *, source: Source, config: TextConfig) -> None:
         Document.objects.create(

@@ -147,6 +147,7 @@ def test_tool_mode_lets_the_model_search(client, llm_agent, knowledge, provider)
     assert stream[0] == {
         "type": "tool.start",
         "tool": "search_knowledge",
+        "call_id": "call_0",  # the model's own id for its call
         "arguments": {"query": "kettle warranty length"},
     }
     assert stream[-1]["answer"] == "Two years [1]."

@@ -1,5 +1,5 @@
-"""The admin UI's pages about agents: the workspace's home, a new agent, its settings, test retrieval and
-deletion. Everyone in a workspace sees them; only owners and admins change anything."""
+"""The admin UI's pages about agents: the workspace's home, a new agent, its settings, test retrieval,
+health and deletion. Everyone in a workspace sees them; only owners and admins change anything."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from agents import doctor
 from agents import services as agent_services
 from agents.forms import AgentSettingsForm
 from agents.models import Agent
@@ -96,6 +97,18 @@ def agent_test(request: HttpRequest, agent: Agent, membership: Membership) -> Ht
     result = presenters.retrieval_test(agent=agent, query=query) if query else None
     context = layout(request, membership, agent=agent, tab="test", query=query, result=result)
     return render(request, "app/agent_test.html", context)
+
+
+@require_GET
+@for_agent
+def agent_health(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+    """The doctor's findings for this agent and the deployment; everyone in the workspace may look."""
+    report = doctor.diagnose(agent=agent)
+    return render(
+        request,
+        "app/agent_health.html",
+        layout(request, membership, agent=agent, tab="health", report=report),
+    )
 
 
 @require_http_methods(["GET", "POST"])
