@@ -197,6 +197,8 @@
               if (details) details.open = true;
             }
             if (tr.dataset.status !== row.status) fresh.classList.add("flash");
+            const picked = $("[data-pick]", tr);
+            if (picked && picked.checked) $("[data-pick]", fresh).checked = true; // keep what was ticked
             tr.replaceWith(fresh);
           } else {
             fresh.classList.add("flash");
@@ -218,8 +220,46 @@
       $("[data-sources-card]", page).hidden = counts.total === 0;
       $("[data-sources-empty]", page).hidden = counts.total !== 0;
       $("[data-live]", page).hidden = !data.active;
+      const noMatch = $("[data-no-match]", page);
+      if (noMatch) noMatch.hidden = data.rows.length > 0;
+      const matched = $("[data-matched]", page);
+      if (matched && data.matched_label) matched.textContent = data.matched_label;
       page.dataset.active = data.active ? "1" : "0";
+      updatePicked();
     }
+
+    // Search, filters and sort: a menu applies at once; the search box on Enter (or Apply).
+    const tools = $("[data-list-tools]", page);
+    if (tools) tools.addEventListener("change", (event) => {
+      if (event.target.matches("select")) tools.requestSubmit();
+    });
+
+    // Bulk actions: the ticked rows' checkboxes belong to the bulk form (form="bulk-form").
+    const bulk = $("[data-bulk-form]", page);
+    function updatePicked() {
+      if (!bulk) return;
+      const picked = $$("[data-pick]:checked", page).length;
+      $("[data-bulk-count]", bulk).textContent = picked
+        ? `${picked} source${picked === 1 ? "" : "s"} ticked`
+        : "Tick sources to act on several at once.";
+      $$("[data-bulk]", bulk).forEach((button) => (button.disabled = picked === 0));
+      const all = $("[data-pick-all]", page);
+      if (all) all.checked = picked > 0 && picked === $$("[data-pick]", page).length;
+    }
+    page.addEventListener("change", (event) => {
+      if (event.target.matches("[data-pick-all]")) {
+        $$("[data-pick]", page).forEach((box) => (box.checked = event.target.checked));
+      }
+      if (event.target.matches("[data-pick], [data-pick-all]")) updatePicked();
+    });
+    if (bulk) bulk.addEventListener("submit", (event) => {
+      const action = event.submitter && event.submitter.value;
+      const picked = $$("[data-pick]:checked", page).length;
+      if (action === "delete" && !window.confirm(`Delete ${picked} source${picked === 1 ? "" : "s"}? This can't be undone.`)) {
+        event.preventDefault();
+      }
+    });
+    updatePicked();
 
     if (page.dataset.active === "1") schedule();
 
