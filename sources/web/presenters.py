@@ -73,6 +73,9 @@ def source_row(source: Source) -> dict[str, Any]:
         "updated_ago": _ago(updated_at),
         "recrawlable": kind.resyncable,
         "reupload_needed": bool(source.state.get("reupload_needed")),
+        # The kind's own word: "3 sections done" for a file, "1 text" for pasted text, "12 items" for a feed.
+        "unit_one": kind.unit[0],
+        "unit_many": kind.unit[1],
         **freshness(source, resyncable=kind.resyncable),
         # Changes whenever anything the row shows changes, so the live refresh only redraws those rows.
         "version": _digest(
@@ -190,6 +193,8 @@ def source_preview_titled(source: Source) -> dict[str, Any]:
     titles = {d["id"]: d["title"] for d in preview["documents"]}
     for chunk in preview["chunks"]:
         chunk["document_title"] = titles.get(chunk["document_id"]) or f"Document {chunk['document_id']}"
+    for doc in preview["documents"]:
+        doc["excerpt_cut"] = doc["chars"] > len(doc["excerpt"])  # said on the page, not cut silently
     return preview
 
 

@@ -147,6 +147,27 @@
     setTimeout(() => (button.textContent = "Copy"), 1800);
   });
 
+  // --- long passages: a visible "…" where a passage is cut, and a button to read the whole of it -----------
+  function clampTexts(root) {
+    $$("[data-clamp]", root).forEach((text) => {
+      if (text.dataset.clampReady || text.scrollHeight <= text.clientHeight + 1) return;
+      text.dataset.clampReady = "1";
+      text.classList.add("cut");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "btn ghost small clamp-toggle";
+      button.textContent = "Show the whole passage";
+      button.setAttribute("aria-expanded", "false");
+      button.addEventListener("click", () => {
+        const open = text.classList.toggle("open");
+        button.textContent = open ? "Show less" : "Show the whole passage";
+        button.setAttribute("aria-expanded", String(open));
+      });
+      text.after(button);
+    });
+  }
+  clampTexts(document);
+
   // --- the sources page -------------------------------------------------------------------------------------
   const page = $("#sources-page");
   if (page) sourcesPage(page);
@@ -263,6 +284,16 @@
 
     if (page.dataset.active === "1") schedule();
 
+    // "just now" becomes "3 minutes ago" without a reload (the server wrote it once).
+    function ago(iso) {
+      const seconds = (Date.now() - new Date(iso).getTime()) / 1000;
+      if (!(seconds >= 60)) return "just now";
+      const [size, unit] = [[31536000, "year"], [2592000, "month"], [604800, "week"], [86400, "day"], [3600, "hour"], [60, "minute"]].find(([s]) => seconds >= s);
+      const n = Math.floor(seconds / size);
+      return `${n} ${unit}${n === 1 ? "" : "s"} ago`;
+    }
+    setInterval(() => $$("[data-ago]", page).forEach((cell) => (cell.textContent = ago(cell.dataset.ago))), 30000);
+
     // Reindex and recrawl.
     page.addEventListener("submit", async (event) => {
       const form = event.target.closest("form[data-action]");
@@ -341,6 +372,7 @@
       openDialog(previewDialog);
       const response = await fetch(link.href + "?fragment=1", { credentials: "same-origin" });
       body.innerHTML = response.ok ? await response.text() : '<p class="field-error">The preview could not be loaded.</p>';
+      clampTexts(body);
     });
 
     // Re-upload a file whose stored text is gone: the button picks the file, choosing it uploads it.
