@@ -73,12 +73,14 @@
   function busy(button, on) {
     if (!button) return;
     if (on) {
-      button.dataset.label = button.dataset.label || button.innerHTML;
+      // The label as it is now: it may have changed since the last time (Add source, Upload, Upload 3 files).
+      button.dataset.label = button.innerHTML;
       button.disabled = true;
       button.innerHTML = '<span class="spinner" aria-hidden="true"></span>' + button.dataset.label;
     } else {
       button.disabled = false;
       if (button.dataset.label) button.innerHTML = button.dataset.label;
+      delete button.dataset.label;
     }
   }
 
@@ -451,23 +453,53 @@
 
     function renderFiles() {
       list.textContent = "";
-      for (const file of files) {
+      files.forEach((file, index) => {
         const li = document.createElement("li");
         const name = document.createElement("span");
         name.textContent = file.name;
         const size = document.createElement("span");
         size.className = "muted";
         size.textContent = humanSize(file.size);
-        li.append(name, size);
+        const remove = document.createElement("button");
+        remove.type = "button";
+        remove.className = "close-x";
+        remove.textContent = "\u00d7";
+        remove.setAttribute("aria-label", `Remove ${file.name}`);
+        remove.dataset.removeFile = String(index);
+        li.append(name, size, remove);
         list.append(li);
-      }
+      });
       submit.textContent = takesFiles() && files.length > 1 ? `Upload ${files.length} files` : takesFiles() ? "Upload" : "Add source";
     }
 
+    // Checked when picked, not only on submit: the limits the server applies, said before any upload.
+    function checkFiles() {
+      clearErrors(form);
+      if (files.length > maxFiles) return showErrors(form, { file: [`At most ${maxFiles} files at once.`] });
+      const big = files.find((file) => file.size > Number(form.dataset.maxBytes));
+      if (big) {
+        showErrors(form, {
+          file: [`${big.name} is ${humanSize(big.size)}; the limit per file is ${form.dataset.maxLabel}.`],
+        });
+      }
+    }
     fileInput.addEventListener("change", () => {
       files = Array.from(fileInput.files);
-      clearErrors(form);
+      fileInput.value = ""; // so picking the same file again after removing it is noticed
       renderFiles();
+      checkFiles();
+    });
+    list.addEventListener("click", (event) => {
+      const remove = event.target.closest("[data-remove-file]");
+      if (!remove) return;
+      files.splice(Number(remove.dataset.removeFile), 1);
+      renderFiles();
+      checkFiles();
+    });
+    // Closing the dialog (Cancel, ×, Escape, the backdrop) forgets old messages; what was typed stays.
+    dialog.addEventListener("close", () => {
+      clearErrors(form);
+      progress.hidden = true;
     });
     dropzone.addEventListener("dragover", (event) => {
       event.preventDefault();
@@ -479,6 +511,7 @@
       dropzone.classList.remove("over");
       files = Array.from(event.dataTransfer.files);
       renderFiles();
+      checkFiles();
     });
     form.addEventListener("change", (event) => {
       if (event.target.name === "kind") {
