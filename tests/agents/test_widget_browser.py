@@ -122,14 +122,18 @@ def contrast(page, selector):
     )
 
 
-def test_host_css_cannot_restyle_the_widget_and_ours_does_not_leak(browser, host_site, workspace, agent):
+@pytest.mark.parametrize("phone", [False, True], ids=["desktop", "phone"])
+def test_host_css_cannot_restyle_the_widget_and_ours_does_not_leak(
+    browser, host_site, workspace, agent, phone
+):
     index_text(workspace, agent, "Warranty", "Every kettle carries a two-year warranty against defects.")
     with workspace_scope(workspace.id):
         agent.widget_accent_color = "#0b7a3e"
         agent.widget_launcher_label = "Ask Acme"
         agent.save()
     host_site.page["html"] = AGGRESSIVE_HOST.format(server=host_site.live_server_url, key=agent.public_key)
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    size = {"width": 390, "height": 760} if phone else {"width": 1280, "height": 800}
+    page = browser.new_page(viewport=size, is_mobile=phone)
     page.goto(host_site.url("/"))
     launch = page.locator(".gw-launch")
     launch.get_by_text("Ask Acme").wait_for()
@@ -147,8 +151,13 @@ def test_host_css_cannot_restyle_the_widget_and_ours_does_not_leak(browser, host
     answer = page.locator(".gw-bot").last
     answer.locator(".gw-sources li").first.wait_for(timeout=20000)
     assert answer.evaluate("m => getComputedStyle(m).fontSize") == "15px"  # not their 40px
-    assert page.locator(".gw-panel.gw-open").bounding_box()["width"] == 380
-    page.screenshot(path=str(SCREENSHOTS / "widget-hostile-host.png"))
+    box = page.locator(".gw-panel.gw-open").bounding_box()
+    if phone:  # the whole screen (100dvh), the launcher out of the way
+        assert (box["x"], box["y"], box["width"], box["height"]) == (0, 0, 390, 760)
+        assert not page.locator(".gw-launch").is_visible()
+    else:
+        assert box["width"] == 380
+    page.screenshot(path=str(SCREENSHOTS / f"widget-hostile-host{'-phone' if phone else ''}.png"))
     page.close()
 
 

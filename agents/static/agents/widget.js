@@ -47,7 +47,7 @@
     ".gw-bot pre{margin:0 0 8px;background:#14213d;color:#f6f8fb;border-radius:8px;padding:10px;overflow-x:auto}",
     ".gw-bot pre code{background:transparent;padding:0;color:inherit;white-space:pre}",
     ".gw a{color:#1d4ed8;text-decoration:underline}",
-    ".gw-cite{font-size:12px;vertical-align:super;line-height:0;margin:0 1px;color:#1d4ed8}",
+    ".gw-cite{font-size:12px;vertical-align:super;line-height:0;margin:0 1px;color:#4a5568}a.gw-cite{color:#1d4ed8}",
     ".gw-err{border-color:#f3b4b4;background:#fff5f5;color:#a12b2b}",
     ".gw-typing{color:#4a5568}",
     ".gw-sources{margin-top:8px;padding-top:8px;border-top:1px solid #e3e7ee;font-size:13px;color:#4a5568}",
