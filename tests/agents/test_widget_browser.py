@@ -242,3 +242,26 @@ def test_answers_are_safe_markdown_with_citation_links(browser, host_site, works
     assert page.evaluate("window.pwned") is None
     page.screenshot(path=str(SCREENSHOTS / "widget-markdown.png"))
     page.close()
+
+
+def test_a_models_streamed_markdown_is_rendered_and_its_html_is_not(
+    browser, host_site, workspace, llm_agent, provider
+):
+    index_text(workspace, llm_agent, "Warranty", "Every kettle carries a two-year warranty against defects.")
+    provider.chat = lambda body: {
+        "content": "You get:\n\n1. **Two years** of cover [1]\n2. Free repairs\n\n"
+        '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+    }
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(host_site.url("/"))
+    page.click(".gw-launch")
+    page.fill(".gw-form input", "What warranty do I get?")
+    page.click(".gw-send")
+    answer = page.locator(".gw-bot").last
+    answer.locator(".gw-sources li").first.wait_for(timeout=20000)
+    assert answer.locator("ol li").first.inner_text().startswith("Two years")
+    assert answer.locator("strong").first.inner_text() == "Two years"
+    assert answer.locator("script, img").count() == 0
+    assert "<script>window.pwned=1</script>" in answer.inner_text()
+    assert page.evaluate("window.pwned") is None
+    page.close()
