@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from config.outbound import validate_outbound_url
@@ -107,6 +107,27 @@ class Agent(TenantModel):
     )
     auto_sources = models.BooleanField(
         default=False, help_text="Queue pages the widget is opened on as sources."
+    )
+
+    # The widget's look (sent by widget/init). The widget picks white or near-black text on the accent,
+    # whichever passes WCAG AA contrast, so any colour is safe to choose.
+    widget_accent_color = models.CharField(
+        "accent colour",
+        max_length=7,
+        default="#2f6df6",
+        validators=[RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour like #2f6df6.")],
+    )
+    widget_position = models.CharField(
+        "widget side",
+        max_length=5,
+        choices=[("right", "Bottom right"), ("left", "Bottom left")],
+        default="right",
+    )
+    widget_greeting = models.CharField(
+        "greeting", max_length=300, blank=True, help_text="The first message a visitor sees."
+    )
+    widget_launcher_label = models.CharField(
+        "launcher label", max_length=40, blank=True, help_text="Text beside the chat icon; empty: icon only."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -126,7 +126,7 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
     from django.conf import settings
     from django.core.cache import cache
 
-    from ingestion.kinds.auto import AutoKind, visited_page_known
+    from ingestion.kinds.auto import AutoKind, visited_page_known, visited_page_url
     from ingestion.kinds.base import KindError
     from ingestion.lifecycle import source_create
 
@@ -134,7 +134,7 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
     origin = f"{parts.scheme}://{parts.netloc}"
     if origin not in {o.rstrip("/") for o in agent.allowed_origins}:
         return False
-    url = page_url.split("#", 1)[0]
+    url = visited_page_url(page_url)
     with workspace_scope(agent.workspace_id):
         if visited_page_known(agent_id=agent.id, url=url):
             return False

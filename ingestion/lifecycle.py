@@ -91,7 +91,8 @@ def source_create(
         except KindError as exc:
             errors.update(exc.errors)
         title = (title or "").strip() or (source_kind.default_title(config) if config is not None else "")
-        if not title and "kind" not in errors:
+        # Only when the rest was valid: an empty address must not be reported under an optional title.
+        if not title and config is not None:
             errors["title"] = ["A title is required."]
         elif len(title) > 300:
             errors["title"] = ["A title is at most 300 characters."]

@@ -60,6 +60,7 @@ urlpatterns = [
     path("app/agents/<int:agent_id>/", agent_views.agent_home, name="app-agent"),
     path("app/agents/<int:agent_id>/sources", views.agent_sources, name="app-agent-sources"),
     path("app/agents/<int:agent_id>/sources.json", views.agent_sources_json, name="app-agent-sources-json"),
+    path("app/agents/<int:agent_id>/sources/bulk", views.sources_bulk, name="app-sources-bulk"),
     path("app/agents/<int:agent_id>/sources/add", views.source_add, name="app-source-add"),
     path("app/agents/<int:agent_id>/discover", views.discover, name="app-discover"),
     path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),

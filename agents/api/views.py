@@ -77,6 +77,10 @@ WidgetSettingsSerializer = inline_serializer(
         "name": serializers.CharField(),
         "show_sources": serializers.BooleanField(),
         "page_queued": serializers.BooleanField(help_text="The page was queued as a source (auto sources)."),
+        "accent_color": serializers.CharField(help_text="#rrggbb"),
+        "position": serializers.ChoiceField(choices=["right", "left"]),
+        "greeting": serializers.CharField(allow_blank=True),
+        "launcher_label": serializers.CharField(allow_blank=True),
     },
 )
 PUBLIC_KEY = OpenApiParameter("public_key", str, OpenApiParameter.PATH, description="The agent's ag_... key.")
@@ -262,5 +266,9 @@ class WidgetInitView(AgentPublicView):
                 "name": self.agent.name,
                 "show_sources": self.agent.sources_display != "none",
                 "page_queued": queued,
+                "accent_color": self.agent.widget_accent_color,
+                "position": self.agent.widget_position,
+                "greeting": self.agent.widget_greeting,
+                "launcher_label": self.agent.widget_launcher_label,
             }
         )

@@ -10,6 +10,8 @@ from pydantic import field_validator
 from ingestion.kinds.base import KindConfig, SourceKind
 from sources.models import Document, Source
 
+TITLE_FROM_TEXT_CHARS = 80
+
 
 class TextConfig(KindConfig):
     content: str
@@ -37,6 +39,16 @@ class TextKind(SourceKind):
 
     def settings_of(self, config: TextConfig) -> dict:
         return config.chunking()  # the text itself is the document; only how it is cut is kept
+
+    def default_title(self, config: TextConfig) -> str:
+        """Pasted text without a title is named by its first non-empty line, as a note app would,
+        cut at a word boundary so the sources list stays readable."""
+        first = next((line.strip() for line in config.content.splitlines() if line.strip()), "")
+        first = first.lstrip("#").strip()
+        if len(first) <= TITLE_FROM_TEXT_CHARS:
+            return first
+        cut = first[:TITLE_FROM_TEXT_CHARS].rsplit(" ", 1)[0] or first[:TITLE_FROM_TEXT_CHARS]
+        return cut.rstrip(" ,.;:") + "\u2026"
 
     def create(self, *, source: Source, config: TextConfig) -> None:
         Document.objects.create(

@@ -29,6 +29,7 @@ def host_site(live_server, workspace, agent):
             agent.allowed_origins = [origin]
             agent.save()
         page["html"] = HOST_PAGE.format(server=live_server.url, key=agent.public_key)
+        site.page, site.live_server_url = page, live_server.url
         yield site
 
 
@@ -47,14 +48,15 @@ def test_ask_see_the_streamed_answer_and_open_the_sources(browser, host_site, wo
     page.fill(".gw-form input", "How long is the warranty on the kettle?")
     page.click(".gw-form button")
     answer = page.locator(".gw-bot").last
-    answer.locator(".gw-src-btn").wait_for(timeout=20000)
+    answer.locator(".gw-sources li").first.wait_for(timeout=20000)
     assert "two-year warranty" in answer.inner_text()
+    assert answer.locator(".gw-sources li").all_inner_texts() == ["Warranty"]
+    # The finished answer is announced to screen readers (polite live region), not each streamed piece.
+    page.wait_for_function(
+        "document.querySelector('[data-grounded-widget]').shadowRoot.querySelector('.gw-live')"
+        ".textContent.includes('two-year warranty')"
+    )
     page.screenshot(path=str(SCREENSHOTS / "widget-answer.png"))
-    answer.locator(".gw-src-btn").click()
-    page.wait_for_selector(".gw-side.gw-open li")
-    assert page.locator(".gw-side li").all_inner_texts() == ["Warranty"]
-    page.wait_for_timeout(300)  # the slide-in transition
-    page.screenshot(path=str(SCREENSHOTS / "widget-sources.png"))
 
     # A reload keeps the thread (the conversation is stored server-side).
     page.reload()
@@ -75,7 +77,8 @@ def test_the_widget_fits_a_phone(browser, host_site, workspace, agent):
     assert box["width"] == 390 and box["x"] == 0  # full screen on a phone
     page.fill(".gw-form input", "Where do you ship?")
     page.click(".gw-form button")
-    page.locator(".gw-bot .gw-src-btn").wait_for(timeout=20000)
+    page.locator(".gw-bot .gw-sources li").first.wait_for(timeout=20000)
+    assert page.locator(".gw-form input").evaluate("i => getComputedStyle(i).fontSize") == "16px"
     page.screenshot(path=str(SCREENSHOTS / "widget-mobile.png"))
     page.close()
 
@@ -89,3 +92,176 @@ def test_a_page_on_an_unlisted_origin_gets_no_answer(browser, live_server, works
         page.click(".gw-form button")
         page.wait_for_selector(".gw-err", timeout=10000)  # the browser blocks the cross-origin response
         page.close()
+
+
+AGGRESSIVE_HOST = """<!doctype html><html><head><meta charset="utf-8"><title>Hostile</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>* {{ all: unset }} head, script, style {{ display: none }}
+button {{ display: none !important }} div {{ color: red !important; font-size: 40px !important }}
+html {{ font-size: 8px }} svg {{ width: 300px }}</style></head>
+<body><p>A host page that restyles everything.</p><div class="gw-panel" id="theirs">Their own gw-panel</div>
+<button id="their-button">Hidden by them</button>
+<script src="{server}/static/agents/widget.js" data-agent="{key}" defer></script></body></html>"""
+
+
+def shadow(page, js):
+    """Evaluate `js` with `root` bound to the widget's shadow root."""
+    find = "document.querySelector('[data-grounded-widget]').shadowRoot"
+    return page.evaluate(f"() => {{ const root = {find}; {js} }}")
+
+
+def contrast(page, selector):
+    return shadow(
+        page,
+        f"""const el = root.querySelector('{selector}'); const s = getComputedStyle(el);
+        const lum = c => {{ const [r, g, b] = c.match(/\\d+/g).slice(0, 3).map(v => {{ v = v / 255;
+            return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }});
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b; }};
+        const [a, b] = [lum(s.color), lum(s.backgroundColor)].sort((x, y) => y - x);
+        return (a + 0.05) / (b + 0.05);""",
+    )
+
+
+@pytest.mark.parametrize("phone", [False, True], ids=["desktop", "phone"])
+def test_host_css_cannot_restyle_the_widget_and_ours_does_not_leak(
+    browser, host_site, workspace, agent, phone
+):
+    index_text(workspace, agent, "Warranty", "Every kettle carries a two-year warranty against defects.")
+    with workspace_scope(workspace.id):
+        agent.widget_accent_color = "#0b7a3e"
+        agent.widget_launcher_label = "Ask Acme"
+        agent.save()
+    host_site.page["html"] = AGGRESSIVE_HOST.format(server=host_site.live_server_url, key=agent.public_key)
+    size = {"width": 390, "height": 760} if phone else {"width": 1280, "height": 800}
+    page = browser.new_page(viewport=size, is_mobile=phone)
+    page.goto(host_site.url("/"))
+    launch = page.locator(".gw-launch")
+    launch.get_by_text("Ask Acme").wait_for()
+    assert launch.is_visible()  # their `button { display: none !important }` does not reach us
+    assert launch.evaluate("b => getComputedStyle(b).backgroundColor") == "rgb(11, 122, 62)"
+    # Ours does not reach them: their element named like ours keeps their style.
+    theirs = page.locator("#theirs").evaluate(
+        "d => [getComputedStyle(d).position, getComputedStyle(d).color]"
+    )
+    assert theirs == ["static", "rgb(255, 0, 0)"]
+    assert not page.locator("#their-button").is_visible()
+    launch.click()
+    page.fill(".gw-form input", "How long is the warranty?")
+    page.click(".gw-send")
+    answer = page.locator(".gw-bot").last
+    answer.locator(".gw-sources li").first.wait_for(timeout=20000)
+    assert answer.evaluate("m => getComputedStyle(m).fontSize") == "15px"  # not their 40px
+    box = page.locator(".gw-panel.gw-open").bounding_box()
+    if phone:  # the whole screen (100dvh), the launcher out of the way
+        assert (box["x"], box["y"], box["width"], box["height"]) == (0, 0, 390, 760)
+        assert not page.locator(".gw-launch").is_visible()
+    else:
+        assert box["width"] == 380
+    page.screenshot(path=str(SCREENSHOTS / f"widget-hostile-host{'-phone' if phone else ''}.png"))
+    page.close()
+
+
+def test_keyboard_focus_escape_labels_and_contrast(browser, host_site, workspace, agent):
+    with workspace_scope(workspace.id):
+        agent.widget_accent_color = "#ffd60a"  # a light accent: the widget must pick dark text on it
+        agent.widget_position = "left"
+        agent.widget_greeting = "Hi! Ask me about kettles."
+        agent.save()
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(host_site.url("/"))
+    page.locator(".gw-greeting").wait_for(state="attached")
+    page.locator(".gw-launch").focus()
+    page.keyboard.press("Enter")
+    assert shadow(page, "return root.activeElement && root.activeElement.getAttribute('aria-label')") == (
+        "Your question"
+    )
+    assert page.locator(".gw-launch").get_attribute("aria-expanded") == "true"
+    assert page.locator(".gw-greeting").inner_text() == "Hi! Ask me about kettles."
+    assert page.locator(".gw-panel").bounding_box()["x"] == 20  # the left side, from the agent's settings
+    # Every button has an accessible name.
+    assert (
+        shadow(
+            page,
+            "return [...root.querySelectorAll('button')].filter(b => !(b.getAttribute('aria-label') || "
+            "b.textContent.trim())).length",
+        )
+        == 0
+    )
+    for selector in (".gw-launch", ".gw-send", ".gw-head", ".gw-form input"):
+        assert contrast(page, selector) >= 4.5, selector
+    page.keyboard.press("Escape")
+    assert not page.locator(".gw-panel").is_visible()
+    assert shadow(page, "return root.activeElement && root.activeElement.className") == "gw-launch"
+    assert page.locator(".gw-launch").get_attribute("aria-expanded") == "false"
+    page.close()
+
+
+def test_answers_are_safe_markdown_with_citation_links(browser, host_site, workspace, agent):
+    from agents.models import Conversation, Message
+
+    reply = (
+        "The warranty **lasts two years** [1] and care is monthly [2].\n\n"
+        "- Descale with `vinegar`\n- Rinse twice\n\n"
+        "```\nkettle --descale\n```\n"
+        '<img src=x onerror="window.pwned=1"> [click](javascript:window.pwned=2) [shop](https://acme.example/shop)'
+    )
+    with workspace_scope(workspace.id):
+        conversation = Conversation.objects.create(workspace=workspace, agent=agent)
+        Message.objects.create(
+            workspace=workspace, conversation=conversation, role="user", content="Warranty?"
+        )
+        Message.objects.create(
+            workspace=workspace,
+            conversation=conversation,
+            role="assistant",
+            content=reply,
+            sources=[
+                {"number": 1, "title": "Warranty page", "url": "https://acme.example/warranty"},
+                {"number": 2, "title": "Care guide", "url": None},
+            ],
+        )
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(host_site.url("/"))
+    page.evaluate(f"sessionStorage.setItem('grounded:{agent.public_key}:conversation', '{conversation.id}')")
+    page.reload()
+    page.click(".gw-launch")
+    answer = page.locator(".gw-bot").last
+    answer.locator(".gw-sources").wait_for()
+    assert answer.locator("strong").inner_text() == "lasts two years"
+    assert answer.locator("ul li").all_inner_texts() == ["Descale with vinegar", "Rinse twice"]
+    assert answer.locator("pre code").inner_text() == "kettle --descale"
+    cite = answer.locator("a.gw-cite")
+    assert cite.inner_text() == "[1]" and cite.get_attribute("href") == "https://acme.example/warranty"
+    assert answer.locator("span.gw-cite").inner_text() == "[2]"  # no URL: not a link
+    assert answer.locator("img").count() == 0
+    assert "<img src=x" in answer.inner_text()  # shown as text, never parsed
+    hrefs = answer.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert not [h for h in hrefs if h.startswith("javascript")]
+    assert "https://acme.example/shop" in hrefs
+    assert answer.locator(".gw-sources li").all_inner_texts() == ["Warranty page", "Care guide"]
+    assert page.evaluate("window.pwned") is None
+    page.screenshot(path=str(SCREENSHOTS / "widget-markdown.png"))
+    page.close()
+
+
+def test_a_models_streamed_markdown_is_rendered_and_its_html_is_not(
+    browser, host_site, workspace, llm_agent, provider
+):
+    index_text(workspace, llm_agent, "Warranty", "Every kettle carries a two-year warranty against defects.")
+    provider.chat = lambda body: {
+        "content": "You get:\n\n1. **Two years** of cover [1]\n2. Free repairs\n\n"
+        '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+    }
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(host_site.url("/"))
+    page.click(".gw-launch")
+    page.fill(".gw-form input", "What warranty do I get?")
+    page.click(".gw-send")
+    answer = page.locator(".gw-bot").last
+    answer.locator(".gw-sources li").first.wait_for(timeout=20000)
+    assert answer.locator("ol li").first.inner_text().startswith("Two years")
+    assert answer.locator("strong").first.inner_text() == "Two years"
+    assert answer.locator("script, img").count() == 0
+    assert "<script>window.pwned=1</script>" in answer.inner_text()
+    assert page.evaluate("window.pwned") is None
+    page.close()

@@ -73,12 +73,14 @@
   function busy(button, on) {
     if (!button) return;
     if (on) {
-      button.dataset.label = button.dataset.label || button.innerHTML;
+      // The label as it is now: it may have changed since the last time (Add source, Upload, Upload 3 files).
+      button.dataset.label = button.innerHTML;
       button.disabled = true;
       button.innerHTML = '<span class="spinner" aria-hidden="true"></span>' + button.dataset.label;
     } else {
       button.disabled = false;
       if (button.dataset.label) button.innerHTML = button.dataset.label;
+      delete button.dataset.label;
     }
   }
 
@@ -147,6 +149,27 @@
     setTimeout(() => (button.textContent = "Copy"), 1800);
   });
 
+  // --- long passages: a visible "…" where a passage is cut, and a button to read the whole of it -----------
+  function clampTexts(root) {
+    $$("[data-clamp]", root).forEach((text) => {
+      if (text.dataset.clampReady || text.scrollHeight <= text.clientHeight + 1) return;
+      text.dataset.clampReady = "1";
+      text.classList.add("cut");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "btn ghost small clamp-toggle";
+      button.textContent = "Show the whole passage";
+      button.setAttribute("aria-expanded", "false");
+      button.addEventListener("click", () => {
+        const open = text.classList.toggle("open");
+        button.textContent = open ? "Show less" : "Show the whole passage";
+        button.setAttribute("aria-expanded", String(open));
+      });
+      text.after(button);
+    });
+  }
+  clampTexts(document);
+
   // --- the sources page -------------------------------------------------------------------------------------
   const page = $("#sources-page");
   if (page) sourcesPage(page);
@@ -197,6 +220,8 @@
               if (details) details.open = true;
             }
             if (tr.dataset.status !== row.status) fresh.classList.add("flash");
+            const picked = $("[data-pick]", tr);
+            if (picked && picked.checked) $("[data-pick]", fresh).checked = true; // keep what was ticked
             tr.replaceWith(fresh);
           } else {
             fresh.classList.add("flash");
@@ -218,10 +243,58 @@
       $("[data-sources-card]", page).hidden = counts.total === 0;
       $("[data-sources-empty]", page).hidden = counts.total !== 0;
       $("[data-live]", page).hidden = !data.active;
+      const noMatch = $("[data-no-match]", page);
+      if (noMatch) noMatch.hidden = data.rows.length > 0;
+      const matched = $("[data-matched]", page);
+      if (matched && data.matched_label) matched.textContent = data.matched_label;
       page.dataset.active = data.active ? "1" : "0";
+      updatePicked();
     }
 
+    // Search, filters and sort: a menu applies at once; the search box on Enter (or Apply).
+    const tools = $("[data-list-tools]", page);
+    if (tools) tools.addEventListener("change", (event) => {
+      if (event.target.matches("select")) tools.requestSubmit();
+    });
+
+    // Bulk actions: the ticked rows' checkboxes belong to the bulk form (form="bulk-form").
+    const bulk = $("[data-bulk-form]", page);
+    function updatePicked() {
+      if (!bulk) return;
+      const picked = $$("[data-pick]:checked", page).length;
+      $("[data-bulk-count]", bulk).textContent = picked
+        ? `${picked} source${picked === 1 ? "" : "s"} ticked`
+        : "Tick sources to act on several at once.";
+      $$("[data-bulk]", bulk).forEach((button) => (button.disabled = picked === 0));
+      const all = $("[data-pick-all]", page);
+      if (all) all.checked = picked > 0 && picked === $$("[data-pick]", page).length;
+    }
+    page.addEventListener("change", (event) => {
+      if (event.target.matches("[data-pick-all]")) {
+        $$("[data-pick]", page).forEach((box) => (box.checked = event.target.checked));
+      }
+      if (event.target.matches("[data-pick], [data-pick-all]")) updatePicked();
+    });
+    if (bulk) bulk.addEventListener("submit", (event) => {
+      const action = event.submitter && event.submitter.value;
+      const picked = $$("[data-pick]:checked", page).length;
+      if (action === "delete" && !window.confirm(`Delete ${picked} source${picked === 1 ? "" : "s"}? This can't be undone.`)) {
+        event.preventDefault();
+      }
+    });
+    updatePicked();
+
     if (page.dataset.active === "1") schedule();
+
+    // "just now" becomes "3 minutes ago" without a reload (the server wrote it once).
+    function ago(iso) {
+      const seconds = (Date.now() - new Date(iso).getTime()) / 1000;
+      if (!(seconds >= 60)) return "just now";
+      const [size, unit] = [[31536000, "year"], [2592000, "month"], [604800, "week"], [86400, "day"], [3600, "hour"], [60, "minute"]].find(([s]) => seconds >= s);
+      const n = Math.floor(seconds / size);
+      return `${n} ${unit}${n === 1 ? "" : "s"} ago`;
+    }
+    setInterval(() => $$("[data-ago]", page).forEach((cell) => (cell.textContent = ago(cell.dataset.ago))), 30000);
 
     // Reindex and recrawl.
     page.addEventListener("submit", async (event) => {
@@ -301,6 +374,7 @@
       openDialog(previewDialog);
       const response = await fetch(link.href + "?fragment=1", { credentials: "same-origin" });
       body.innerHTML = response.ok ? await response.text() : '<p class="field-error">The preview could not be loaded.</p>';
+      clampTexts(body);
     });
 
     // Re-upload a file whose stored text is gone: the button picks the file, choosing it uploads it.
@@ -379,23 +453,53 @@
 
     function renderFiles() {
       list.textContent = "";
-      for (const file of files) {
+      files.forEach((file, index) => {
         const li = document.createElement("li");
         const name = document.createElement("span");
         name.textContent = file.name;
         const size = document.createElement("span");
         size.className = "muted";
         size.textContent = humanSize(file.size);
-        li.append(name, size);
+        const remove = document.createElement("button");
+        remove.type = "button";
+        remove.className = "close-x";
+        remove.textContent = "\u00d7";
+        remove.setAttribute("aria-label", `Remove ${file.name}`);
+        remove.dataset.removeFile = String(index);
+        li.append(name, size, remove);
         list.append(li);
-      }
+      });
       submit.textContent = takesFiles() && files.length > 1 ? `Upload ${files.length} files` : takesFiles() ? "Upload" : "Add source";
     }
 
+    // Checked when picked, not only on submit: the limits the server applies, said before any upload.
+    function checkFiles() {
+      clearErrors(form);
+      if (files.length > maxFiles) return showErrors(form, { file: [`At most ${maxFiles} files at once.`] });
+      const big = files.find((file) => file.size > Number(form.dataset.maxBytes));
+      if (big) {
+        showErrors(form, {
+          file: [`${big.name} is ${humanSize(big.size)}; the limit per file is ${form.dataset.maxLabel}.`],
+        });
+      }
+    }
     fileInput.addEventListener("change", () => {
       files = Array.from(fileInput.files);
-      clearErrors(form);
+      fileInput.value = ""; // so picking the same file again after removing it is noticed
       renderFiles();
+      checkFiles();
+    });
+    list.addEventListener("click", (event) => {
+      const remove = event.target.closest("[data-remove-file]");
+      if (!remove) return;
+      files.splice(Number(remove.dataset.removeFile), 1);
+      renderFiles();
+      checkFiles();
+    });
+    // Closing the dialog (Cancel, ×, Escape, the backdrop) forgets old messages; what was typed stays.
+    dialog.addEventListener("close", () => {
+      clearErrors(form);
+      progress.hidden = true;
     });
     dropzone.addEventListener("dragover", (event) => {
       event.preventDefault();
@@ -407,6 +511,7 @@
       dropzone.classList.remove("over");
       files = Array.from(event.dataTransfer.files);
       renderFiles();
+      checkFiles();
     });
     form.addEventListener("change", (event) => {
       if (event.target.name === "kind") {
@@ -569,6 +674,39 @@
   // --- the live preview chat on the settings page --------------------------------------------------------------
   const chat = $("[data-preview-chat]");
   if (chat) previewChat(chat);
+  const widgetPreview = $("[data-widget-preview]");
+  if (widgetPreview) themePreview(widgetPreview);
+
+  // The settings page's widget preview follows the theme fields as they are edited.
+  function themePreview(preview) {
+    const field = (name) => $(`[data-theme="${name}"]`);
+    const luminance = (hex) => {
+      const [r, g, b] = [1, 3, 5].map((i) => {
+        const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+        return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    function update() {
+      const accent = (field("accent") || {}).value || "#2f6df6";
+      if (/^#[0-9a-f]{6}$/i.test(accent)) {
+        const l = luminance(accent);
+        const white = 1.05 / (l + 0.05);
+        const dark = (l + 0.05) / (luminance("#111827") + 0.05);
+        preview.style.setProperty("--wp-accent", accent);
+        preview.style.setProperty("--wp-on-accent", white >= dark ? "#fff" : "#111827");
+      }
+      preview.classList.toggle("left", (field("position") || {}).value === "left");
+      $("[data-wp-greeting]", preview).textContent = (field("greeting") || {}).value || "Hi! How can I help?";
+      $("[data-wp-label]", preview).textContent = (field("label") || {}).value || "";
+    }
+    ["accent", "position", "greeting", "label"].forEach((name) => {
+      const input = field(name);
+      if (input) input.addEventListener("input", update);
+      if (input) input.addEventListener("change", update);
+    });
+    update();
+  }
 
   function previewChat(chat) {
     const log = $("[data-chat-log]", chat);

@@ -3,6 +3,7 @@ health and deletion. Everyone in a workspace sees them; only owners and admins c
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Sum
@@ -14,12 +15,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents import doctor
 from agents import services as agent_services
-from agents.forms import AgentSettingsForm
 from agents.models import Agent
 from sources import selectors
 from sources.models import Membership, Source
 from sources.tenancy import workspace_scope
-from sources.web import presenters
+from sources.web import forms, presenters
 from sources.web.decorators import for_agent, forbidden, manager_required
 from sources.web.lookups import current_membership
 from sources.web.views.common import layout
@@ -117,13 +117,13 @@ def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -
     if request.method == "POST":
         if not membership.can_manage:
             return forbidden(request)
-        form = AgentSettingsForm(request.POST, instance=agent)
+        form = forms.AgentSettingsPageForm(request.POST, instance=agent)
         if form.is_valid():
             form.save()
             messages.success(request, "Settings saved.")
             return redirect("app-agent-settings", agent_id=agent.id)
     else:
-        form = AgentSettingsForm(instance=agent)
+        form = forms.AgentSettingsPageForm(instance=agent)
     if not membership.can_manage:
         for field in form.fields.values():
             field.disabled = True
@@ -136,5 +136,6 @@ def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -
         form=form,
         snippet=presenters.widget_snippet(host=host, agent=agent),
         preview_url=reverse("agent-preview-chat", args=[agent.id]),
+        auto_sources_per_hour=settings.AUTO_SOURCES_PER_HOUR,
     )
     return render(request, "app/agent_settings.html", context)

@@ -34,15 +34,18 @@ def _back_to_sources(source: Source) -> HttpResponse:
 # --- an agent's sources ---------------------------------------------------------------------------------
 
 
-def _sources_context(agent: Agent, only: str = "") -> dict[str, Any]:
-    """The rows and counts; with only="failed" (the "Failed" card), the rows of failed sources only, while
-    the counts stay the agent's."""
-    sources = selectors.agent_sources(workspace_id=agent.workspace_id, agent_id=agent.id)
-    shown = [s for s in sources if s.status == only] if only in ("failed",) else sources
+def _sources_context(agent: Agent, query: Any) -> dict[str, Any]:
+    """One page of rows as the search, filters and sort in `query` (request.GET) choose them, with the
+    agent's counts over every source (the cards do not change with the filters)."""
+    listing = presenters.source_listing(query)
+    found = selectors.agent_sources(workspace_id=agent.workspace_id, agent_id=agent.id, **listing)
+    counts = selectors.agent_source_counts(workspace_id=agent.workspace_id, agent_id=agent.id)
+    kinds = selectors.agent_source_kinds(workspace_id=agent.workspace_id, agent_id=agent.id)
     return {
-        "rows": [presenters.source_row(s) for s in shown],
-        "counts": presenters.status_counts(sources),
-        "only": only if only in ("failed",) else "",
+        "rows": [presenters.source_row(s) for s in found.sources],
+        "counts": counts,
+        "only": listing["status"],
+        "listing": presenters.listing_context(listing, found, kinds=kinds),
     }
 
 
@@ -61,7 +64,7 @@ def _sources_page(
         upload_max_files=settings.UPLOAD_MAX_FILES_PER_REQUEST,
         schedules=presenters.schedule_choices(),
         default_schedule=membership.workspace.default_schedule,
-        **_sources_context(agent, request.GET.get("status", "")),
+        **_sources_context(agent, request.GET),
         **extra,
     )
     return render(request, "app/agent_sources.html", context, status=status)
@@ -77,7 +80,7 @@ def agent_sources(request: HttpRequest, agent: Agent, membership: Membership) ->
 @for_agent
 def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
     """What the sources page polls while something is in flight: each row, drawn by the same template."""
-    context = _sources_context(agent, request.GET.get("status", ""))
+    context = _sources_context(agent, request.GET)
     rows = [
         {
             "id": row["id"],
@@ -90,7 +93,55 @@ def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membershi
         for row in context["rows"]
     ]
     counts = context["counts"]
-    return JsonResponse({"active": counts["active"] > 0, "counts": counts, "rows": rows})
+    listing = context["listing"]
+    return JsonResponse(
+        {
+            "active": counts["active"] > 0,
+            "counts": counts,
+            "rows": rows,
+            "matched": listing["matched"],
+            "matched_label": listing["matched_label"],
+        }
+    )
+
+
+BULK_ACTIONS = {
+    # Each returns whether it did something for that source; busy or unsuitable sources are skipped.
+    "retry": lambda source: lifecycle.retry_failed(source=source) > 0,
+    "reindex": lambda source: (
+        not source.state.get("reupload_needed") and lifecycle.source_reindex(source=source)
+    ),
+    "delete": lambda source: lifecycle.source_delete(source=source) or True,
+}
+BULK_VERBS = {"retry": "Retrying failed pages of", "reindex": "Reindexing", "delete": "Deleted"}
+
+
+@require_POST
+@for_agent
+@manager_required
+def sources_bulk(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+    """Retry, reindex or delete the ticked sources, each through ingestion.lifecycle."""
+    body = body_of(request)
+    action = str(body.get("action", ""))
+    raw_ids = body.get("ids") if isinstance(body.get("ids"), list) else request.POST.getlist("ids")
+    ids = [int(i) for i in raw_ids or [] if str(i).isdigit()]
+    if action not in BULK_ACTIONS or not ids:
+        errors = {"action": ["Tick at least one source and choose retry, reindex or delete."]}
+        if wants_json(request):
+            return errors_response(errors)
+        messages.error(request, errors["action"][0])
+        return redirect("app-agent-sources", agent_id=agent.id)
+    with workspace_scope(agent.workspace_id):
+        chosen = list(Source.objects.filter(agent_id=agent.id, id__in=ids[:500]))
+    done = sum(1 for source in chosen if BULK_ACTIONS[action](source))
+    skipped = len(chosen) - done
+    text = f"{BULK_VERBS[action]} {done} source{'s' if done != 1 else ''}."
+    if skipped:
+        text += f" {skipped} skipped (busy, or nothing that action can help with)."
+    if wants_json(request):
+        return JsonResponse({"action": action, "done": done, "skipped": skipped, "message": text})
+    messages.success(request, text)
+    return redirect("app-agent-sources", agent_id=agent.id)
 
 
 @require_POST

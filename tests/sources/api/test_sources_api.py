@@ -45,7 +45,7 @@ def test_source_can_be_read_back(api, agent):
         ({"content": None}, "content"),
         ({"content": "   "}, "content"),
         ({"kind": "carrier-pigeon"}, "kind"),
-        ({"title": ""}, "title"),
+        ({"title": "x" * 301}, "title"),  # text without a title is titled from its first line
         ({"agent": 999999}, "agent"),
     ],
 )
