@@ -1,8 +1,10 @@
 """Crawl strategies by name, imported only when first used, tried in order of preference.
 
-Plain HTTP comes first: it is fast and enough for most pages. When its page turns out to be a script-built
-shell (too little text, or an "enable JavaScript" notice), the browser renders it instead. A strategy that
-can't run here (no Chromium) hands over to the next one.
+Plain HTTP comes first: it is fast and enough for most pages. When its markup says scripts build the page (an
+empty app root, an "enable JavaScript" notice, a framework's state blob, with little prose beside them), the
+browser renders it instead. A page that is merely short or empty is not sent to the browser: Chromium would
+find the same text at a hundred times the cost. A strategy that can't run here (no Chromium) hands over to the
+next one.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ STRATEGIES: dict[str, str] = {
     "browser": "ingestion.crawl.browser.BrowserStrategy",
 }
 DEFAULT_ORDER: tuple[str, ...] = ("http", "browser")
-# Drop reasons another strategy can fix; a "not found" page or a bot wall stays what it is.
-RETRYABLE_DROPS = frozenset({"needs_javascript", "too_short", "empty"})
+# Drop reasons another strategy can fix; a "not found" page, a bot wall or a short page stays what it is.
+RETRYABLE_DROPS = frozenset({"needs_javascript"})
 
 
 def strategy_class(name: str) -> type[CrawlStrategy]:
