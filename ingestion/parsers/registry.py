@@ -40,6 +40,7 @@ PARSERS = [
     "ingestion.parsers.docx.DocxParser",
     "ingestion.parsers.docx.DocxXmlTextParser",
     "ingestion.parsers.xlsx.XlsxParser",
+    "ingestion.parsers.xlsx.CalamineXlsxParser",
     "ingestion.parsers.office.AntiwordParser",
     "ingestion.parsers.office.CatdocParser",
     "ingestion.parsers.office.LibreOfficeParser",
