@@ -51,6 +51,7 @@ PARSERS = [
     "ingestion.parsers.html.HtmlTextParser",
     "ingestion.parsers.csv.CsvParser",
     "ingestion.parsers.text.TextParser",
+    "ingestion.parsers.gzipped.GzipParser",
 ]
 
 PDF = "application/pdf"
