@@ -2,8 +2,9 @@
 
 A site is served on 127.0.0.1 with a sitemap; a sitemap source is created and real Celery worker processes
 (the layout below) crawl, extract, chunk, embed and store it until the source is done. Then the same chunks'
-embedding inputs are embedded again in this process by a fresh instance of the same embedder, alone: the
-physical limit. `ratio_to_raw_embedder` = end-to-end chunks/s ÷ raw chunks/s (the goal of issue #16: ≥ 0.9).
+embedding inputs are embedded again in this process by a fresh instance of the same embedder, alone (twice;
+the faster run counts): the physical limit. `ratio_to_raw_embedder` = end-to-end chunks/s ÷ raw chunks/s
+(the goal of issue #16: ≥ 0.9).
 
 Where the time goes comes from the workers' own log lines ("crawl timings", "index timings": fetch, extract,
 browser, chunk, embed, store) and Celery's task run times; Chromium launches are counted from them too.
@@ -45,7 +46,10 @@ from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
 
 pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
 
-SITE_PAGES = int(os.environ.get("GROUNDED_BENCH_SITE_PAGES", "120"))
+# `make bench` sets GROUNDED_BENCH_PIPELINE=full (~6 min); the default (`make test`) crawls a 20-page
+# generated site once, batched, so the benchmark's machinery stays tested in a minute.
+FULL = os.environ.get("GROUNDED_BENCH_PIPELINE") == "full"
+SITE_PAGES = int(os.environ.get("GROUNDED_BENCH_SITE_PAGES", "120" if FULL else "20"))
 CRAWL_CONCURRENCY = int(os.environ.get("GROUNDED_BENCH_CRAWL_CONCURRENCY", "2"))
 _TIMING = re.compile(r"(crawl|index) timings (\{.*\})")
 _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]+)s")
@@ -196,11 +200,21 @@ def _raw_embedder(inputs: list[str]) -> dict:
 
 
 def _report(site: str, runs: dict[str, dict]) -> dict:
+    """The raw embedder runs twice, right after the crawls and once more after that, and the faster run is
+    the baseline: on a shared machine a load spike during one run would otherwise flatter the ratio."""
     inputs = runs["batched"].pop("_inputs")
-    raw = _raw_embedder(inputs)
+    raw_runs = [_raw_embedder(inputs), _raw_embedder(inputs)]
+    raw = max(raw_runs, key=lambda run: run["chunks_per_s"])
     for run in runs.values():
         run.pop("_inputs", None)
         run["ratio_to_raw_embedder"] = round(run["chunks_per_s"] / raw["chunks_per_s"], 3)
+        # The ratio is the product of two factors; the first is measured inside the run itself, so a load
+        # spike between the crawl and the raw runs (other people's work on a shared machine) leaves it alone:
+        # how much of the wall time the index worker spent embedding, and how fast it embedded meanwhile
+        # compared with the raw runs.
+        embed_s = run["where_time_goes"]["seconds"]["embed"]
+        run["embedder_busy_fraction"] = round(embed_s / run["seconds"], 3)
+        run["in_pipeline_embed_rate_to_raw"] = round(run["chunks"] / embed_s / raw["chunks_per_s"], 3)
     result = {
         "benchmark": "crawl_index_end_to_end",
         "site": site,
@@ -208,6 +222,7 @@ def _report(site: str, runs: dict[str, dict]) -> dict:
         "cores": os.cpu_count(),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "raw_embedder": raw,
+        "raw_embedder_runs_chunks_per_s": [run["chunks_per_s"] for run in raw_runs],
         **runs,
     }
     print(json.dumps(result))
@@ -222,6 +237,7 @@ def _sitemap(urls: list[str]) -> Reply:
     return Reply(200, body, content_type="application/xml")
 
 
+@pytest.mark.skipif(not FULL, reason="GROUNDED_BENCH_PIPELINE=full (make bench) runs the Flask docs")
 def test_flask_docs_crawl_and_index_beside_the_raw_embedder(workspace, agent):
     with serving(root=FLASK_DOCS) as server:
         server.routes["/sitemap.xml"] = _sitemap([flask_url(server, p) for p in flask_page_paths()])
@@ -236,16 +252,15 @@ def test_generated_site_crawl_and_index_beside_the_raw_embedder_and_one_document
         names = generate(Path(folder), count=SITE_PAGES)
         server.routes["/sitemap.xml"] = _sitemap([server.url(f"/{name}") for name in names])
         server.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", content_type="text/plain")
-        batched = _crawl(workspace, agent, server.url("/sitemap.xml"), "generated")
-        Source.unscoped.all().delete()
-        per_document = _crawl(
-            workspace,
-            agent,
-            server.url("/sitemap.xml"),
-            "generated-per-document",
-            {"DJANGO_SETTINGS_MODULE": "tests.bench.settings_one_document_per_job"},
-        )
-    result = _report(
-        f"generated ({SITE_PAGES} pages)", {"batched": batched, "one_document_per_job": per_document}
-    )
+        runs = {"batched": _crawl(workspace, agent, server.url("/sitemap.xml"), "generated")}
+        if FULL:
+            Source.unscoped.all().delete()
+            runs["one_document_per_job"] = _crawl(
+                workspace,
+                agent,
+                server.url("/sitemap.xml"),
+                "generated-per-document",
+                {"DJANGO_SETTINGS_MODULE": "tests.bench.settings_one_document_per_job"},
+            )
+    result = _report(f"generated ({SITE_PAGES} pages)", runs)
     assert result["batched"]["status"] == "done" and result["batched"]["chunks"] > 0
