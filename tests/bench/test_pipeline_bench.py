@@ -51,6 +51,8 @@ pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
 FULL = os.environ.get("GROUNDED_BENCH_PIPELINE") == "full"
 SITE_PAGES = int(os.environ.get("GROUNDED_BENCH_SITE_PAGES", "120" if FULL else "20"))
 CRAWL_CONCURRENCY = int(os.environ.get("GROUNDED_BENCH_CRAWL_CONCURRENCY", "2"))
+# The crawl worker's niceness: >0 lets the embedder have the cores first and the crawl fill the gaps.
+CRAWL_NICE = int(os.environ.get("GROUNDED_BENCH_CRAWL_NICE", "0"))
 _TIMING = re.compile(r"(crawl|index) timings (\{.*\})")
 _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]+)s")
 
@@ -82,6 +84,7 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list
         processes.append(
             subprocess.Popen(
                 [
+                    *(["nice", "-n", str(CRAWL_NICE)] if queue == "crawl" and CRAWL_NICE else []),
                     sys.executable,
                     "-m",
                     "celery",
@@ -218,7 +221,7 @@ def _report(site: str, runs: dict[str, dict]) -> dict:
     result = {
         "benchmark": "crawl_index_end_to_end",
         "site": site,
-        "layout": f"crawl worker x{CRAWL_CONCURRENCY}, index worker x1 (ONNX threads = cores)",
+        "layout": f"crawl worker x{CRAWL_CONCURRENCY} (nice {CRAWL_NICE}), index worker x1 (threads = cores)",
         "cores": os.cpu_count(),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "raw_embedder": raw,
