@@ -40,6 +40,7 @@ class IndexingError(RuntimeError):
 # built-in embedder on 2 cores) keeps one job well inside its time limit; settings of these names override it.
 INDEX_BATCH_MAX_CHARS = 300_000
 INDEX_BATCH_MAX_DOCUMENTS = 100
+UNEXPECTED = "Something went wrong while indexing this page."
 
 
 def _batch_budget() -> tuple[int, int]:
@@ -182,6 +183,12 @@ def documents_index(*, documents: list[Document], claimed: bool = False) -> None
             except IndexingError as exc:
                 _fail_document(document, exc.message, exc.detail)
                 continue
+            except SoftTimeLimitExceeded:
+                raise
+            except Exception:
+                log.exception("chunking document %s failed", document.id)
+                _fail_document(document, UNEXPECTED, traceback.format_exc())
+                continue
             prepared.append((document, chunks, [embedding_input(c.text, document.title) for c in chunks]))
         chunked = time.perf_counter()
         try:
@@ -234,7 +241,7 @@ def _store_document(document: Document, chunks: list[Chunk], inputs: list[str], 
         # Unexpected: keep the trace for operators and fail this document only, so its source
         # still reaches a final status instead of hanging in "indexing".
         log.exception("indexing document %s failed", document.id)
-        _fail_document(document, "Something went wrong while indexing this page.", traceback.format_exc())
+        _fail_document(document, UNEXPECTED, traceback.format_exc())
 
 
 def _build_chunks(document: Document) -> list[Chunk]:
