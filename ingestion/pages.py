@@ -30,6 +30,7 @@ from ingestion import sync
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, fetch_policy
+from ingestion.crawl.robots import allowed_by_robots
 from ingestion.crawl.strategies import fetch_and_extract
 from ingestion.failures import failure_class_of
 from ingestion.files import parse_fetched_file
@@ -94,7 +95,19 @@ def _listing_failed(source: Source, message: str, detail: str) -> None:
 
 
 def _documents_for(source: Source, expansion: Expansion) -> list[int]:
-    urls, lastmod = expansion.urls, expansion.lastmod
+    # Pages robots.txt disallows are neither queued nor fetched: a listing filters them (outside any page
+    # cap) and says how many; this catches the kinds that list without filtering (a single page, a feed
+    # item kept from an earlier sync). They are a count on the source, not failures.
+    allowed = allowed_by_robots(fetch_policy())
+    urls = [u for u in expansion.urls if allowed(u)]
+    skipped = expansion.skipped_by_robots + len(expansion.urls) - len(urls)
+    if expansion.urls and not urls:
+        raise PermanentFetchError(
+            "The site's robots.txt asks crawlers not to fetch "
+            + ("this page." if len(expansion.urls) == 1 else "any of the pages listed."),
+            f"disallowed by robots.txt: {', '.join(expansion.urls[:5])}",
+        )
+    lastmod = expansion.lastmod
     with transaction.atomic():
         existing = {d.url: d for d in source.documents.all()}
         source.documents.update(sync_outcome="")
@@ -129,7 +142,11 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
         Document.objects.bulk_update(refetch, ["lastmod"], batch_size=500)
         unlisted = [d for url, d in existing.items() if url not in listed]
         condemned = _strike_unlisted(source, unlisted) if expansion.complete else set()
-        rechecked = [d.id for d in unlisted if d.id not in condemned] if expansion.recheck_unlisted else []
+        rechecked = (
+            [d.id for d in unlisted if d.id not in condemned and allowed(d.url)]
+            if expansion.recheck_unlisted
+            else []
+        )
         queued = source.documents.filter(url__in=listed).exclude(id__in=unchanged)
         queued.update(unlisted_strikes=0)
         to_crawl = source.documents.filter(id__in=[*queued.values_list("id", flat=True), *rechecked])
@@ -144,7 +161,13 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
             due_by=None,
             updated_at=timezone.now(),
         )
-        Source.objects.filter(id=source.id).update(pages_total=len(urls), notice=expansion.notice[:500])
+        notice = expansion.notice
+        if skipped:
+            robots = f"{skipped} listed page{'s' if skipped != 1 else ''} skipped by robots.txt."
+            notice = f"{notice} {robots}".strip()
+        state = {**(Source.objects.filter(id=source.id).values_list("state", flat=True).first() or {})}
+        state["skipped_by_robots"] = skipped
+        Source.objects.filter(id=source.id).update(pages_total=len(urls), notice=notice[:500], state=state)
         return list(to_crawl.order_by("id").values_list("id", flat=True))
 
 

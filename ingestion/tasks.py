@@ -123,15 +123,11 @@ def crawl_page(
 
 @shared_task(acks_late=True)
 def index_document(*, workspace_id: int, document_id: int) -> None:
+    """Index this document and, in the same pass, the workspace's other crawled pages waiting for their own
+    jobs (those jobs then find nothing left to claim): see indexing.index_ready."""
     with workspace_scope(workspace_id):
-        document = Document.objects.filter(id=document_id).first()
-        if document is None:
-            return
-        try:
-            indexing.document_index(document=document)
-        except SoftTimeLimitExceeded:
-            indexing.document_timed_out(document=document)
-        indexing.source_refresh_status(source_id=document.source_id)
+        for source_id in indexing.index_ready(workspace_id=workspace_id, document_id=document_id):
+            indexing.source_refresh_status(source_id=source_id)
 
 
 @shared_task(acks_late=True)

@@ -83,20 +83,35 @@ def embedding_input(text: str, title: str) -> str:
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:
-    """Embed passages in batches of EMBED_BATCH_SIZE, one provider call per batch."""
+    """Embed passages in calls of EMBED_BATCH_SIZE. Texts are grouped by length across the whole list (it
+    may span many documents), so each call holds passages of similar length and pads little; the vectors
+    come back in the order of `texts`."""
     embedder = embedders["default"]
     batch = max(1, settings.EMBED_BATCH_SIZE)
-    parts = []
-    for i in range(0, len(texts), batch):
+    vectors = np.zeros((len(texts), embedder.dimensions), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for start in range(0, len(order), batch):
+        ids = order[start : start + batch]
         with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
-            parts.append(embedder.embed_documents(texts[i : i + batch]))
-    return np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
+            vectors[ids] = embedder.embed_documents([texts[i] for i in ids])
+    return vectors
 
 
-def store_chunk_vectors(*, workspace_id: int, chunks: list[Chunk], title: str = "") -> None:
+def store_chunk_vectors(
+    *,
+    workspace_id: int,
+    chunks: list[Chunk],
+    title: str = "",
+    inputs: list[str] | None = None,
+    vectors: np.ndarray | None = None,
+) -> None:
+    """Store one document's chunks in the vector store. `inputs` and `vectors` are given when the caller
+    embedded several documents in one pass (ingestion.indexing batches them); otherwise they are made here."""
     embedder = embedders["default"]
-    inputs = [embedding_input(c.text, title) for c in chunks]
-    vectors = embed_texts(inputs)
+    if inputs is None:
+        inputs = [embedding_input(c.text, title) for c in chunks]
+    if vectors is None:
+        vectors = embed_texts(inputs)
     records = [
         VectorRecord(
             chunk_id=str(c.id), vector=vectors[i], metadata=c.metadata, terms=keyword.term_counts(inputs[i])

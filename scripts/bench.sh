@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: benchmarks that print figures beside a baseline measured in the same run.
 #   1. crawl + extract and parsing throughput (tests/bench/test_ingestion_bench.py)
+#   1a. extraction beside the extractor before issue #16, page by page (tests/bench/test_extract_bench.py)
+#   1a'. end-to-end crawl + index on real workers beside the raw embedder (tests/bench/test_pipeline_bench.py;
+#       ~6 min on 2 cores: the Flask docs, then a generated 120-page site batched and one document per job)
 #   1b. PDF text-layer pages/s beside pypdf (tests/bench/test_parsing_bench.py)
 #   1c. a no-change re-sync of the 77-page Flask site beside its first crawl (tests/bench/test_resync_bench.py)
 #   1c. 300 concurrent widget chat streams, ASGI beside the old threaded server (tests/bench/test_streaming_bench.py;
@@ -18,6 +21,8 @@ bash scripts/setup.sh
 source .local/env
 export DJANGO_SETTINGS_MODULE=config.settings.test
 .venv/bin/python -m pytest tests/bench/test_ingestion_bench.py -m bench -q -s "$@"
+.venv/bin/python -m pytest tests/bench/test_extract_bench.py -m bench -q -s "$@"
+GROUNDED_BENCH_PIPELINE=full .venv/bin/python -m pytest tests/bench/test_pipeline_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_parsing_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_SEARCH_DOCS=all GROUNDED_BENCH_SEARCH_QUERIES=200 \
   .venv/bin/python -m pytest tests/bench/test_search_latency.py -m bench -q -s "$@"

@@ -172,6 +172,8 @@ EMBEDDERS = {
             "api_key": env("EMBEDDER_API_KEY", default=""),
             "model": env("EMBEDDER_MODEL", default=""),
             "dimensions": env.int("EMBEDDER_DIMENSIONS", default=384),
+            # The built-in embedder's ONNX threads; 0 = the cores this process may use.
+            "threads": env.int("EMBEDDER_THREADS", default=0),
         },
     }
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from protego import Protego
@@ -60,6 +61,19 @@ def get_robots(url: str, policy: FetchPolicy) -> RobotsRules:
 
 def robots_allows(url: str, policy: FetchPolicy, *, user_agent: str = BOT_NAME) -> bool:
     return get_robots(url, policy).allows(url, user_agent)
+
+
+def allowed_by_robots(policy: FetchPolicy, *, user_agent: str = BOT_NAME) -> Callable[[str], bool]:
+    """A filter for listings (sitemaps, feeds): False for a URL the site's robots.txt disallows. A robots.txt
+    that can't be read now lets the URL through; the page's own robots check then decides."""
+
+    def allowed(url: str) -> bool:
+        try:
+            return robots_allows(url, policy, user_agent=user_agent)
+        except FetchError:
+            return True
+
+    return allowed
 
 
 def crawl_delay(url: str, policy: FetchPolicy, *, cap: float, user_agent: str = BOT_NAME) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 from xml.etree.ElementTree import Element, ParseError
@@ -46,6 +47,8 @@ class SitemapResult:
     left_out: int = 0
     # Each page's <lastmod>, as written, where the sitemap gives one.
     lastmod: dict[str, str] = field(default_factory=dict)
+    # Pages left out because `allowed` refused them (robots.txt): not fetched, not counted against the cap.
+    disallowed: int = 0
 
 
 def _local_name(tag: object) -> str:
@@ -145,7 +148,13 @@ def _parse_text(body: bytes, base_url: str) -> list[str]:
     return urls
 
 
-def fetch_sitemap(url: str, policy: FetchPolicy, *, max_pages: int = DEFAULT_MAX_PAGES) -> SitemapResult:
+def fetch_sitemap(
+    url: str,
+    policy: FetchPolicy,
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    allowed: Callable[[str], bool] | None = None,
+) -> SitemapResult:
     """The page URLs of a site's sitemaps (url is the site root) or of one sitemap (url is anything else).
     Child sitemaps are each read once, however the indexes point at each other."""
     normalized = normalize_url(url)
@@ -154,7 +163,7 @@ def fetch_sitemap(url: str, policy: FetchPolicy, *, max_pages: int = DEFAULT_MAX
             "This doesn't look like a web address. Use a full address starting with https://.", repr(url)
         )
     parts = urlsplit(normalized)
-    crawl = _SitemapCrawl(policy, max_pages)
+    crawl = _SitemapCrawl(policy, max_pages, allowed)
     if parts.path != "/" or parts.query:
         crawl.run([url.strip()], top_level=True)
         return crawl.result()
@@ -173,9 +182,11 @@ def fetch_sitemap(url: str, policy: FetchPolicy, *, max_pages: int = DEFAULT_MAX
 
 
 class _SitemapCrawl:
-    def __init__(self, policy: FetchPolicy, max_pages: int) -> None:
+    def __init__(self, policy: FetchPolicy, max_pages: int, allowed: Callable[[str], bool] | None) -> None:
         self.policy = policy
         self.max_pages = max_pages
+        self.allowed = allowed
+        self.disallowed: set[str] = set()
         self.pages: dict[str, None] = {}
         self.seen_sitemaps: set[str] = set()
         self.read: list[str] = []
@@ -192,7 +203,13 @@ class _SitemapCrawl:
     def result(self) -> SitemapResult:
         lastmod = {url: self.lastmod[url] for url in self.pages if url in self.lastmod}
         return SitemapResult(
-            list(self.pages), self.truncated, self.errors, self.read, len(self.beyond_cap), lastmod
+            list(self.pages),
+            self.truncated,
+            self.errors,
+            self.read,
+            len(self.beyond_cap),
+            lastmod,
+            len(self.disallowed),
         )
 
     def run(self, start: list[str], *, top_level: bool, quiet: bool = False) -> None:
@@ -223,7 +240,10 @@ class _SitemapCrawl:
 
     def _add_pages(self, page_urls: list[str]) -> None:
         for page_url in page_urls:
-            if page_url in self.pages:
+            if page_url in self.pages or page_url in self.disallowed:
+                continue
+            if self.allowed is not None and not self.allowed(page_url):
+                self.disallowed.add(page_url)
                 continue
             if len(self.pages) >= self.max_pages:
                 self.truncated = True

@@ -84,6 +84,8 @@ class Expansion:
     # Pages no longer listed are fetched again (conditionally), so that only a page that is really gone
     # is removed: a feed's old items leave the feed but stay on the site.
     recheck_unlisted: bool = False
+    # Listed pages that robots.txt disallows, already left out of `urls` (and of any page cap).
+    skipped_by_robots: int = 0
 
 
 class SourceKind:

@@ -7,6 +7,7 @@ from django.conf import settings
 from ingestion.crawl.errors import PermanentFetchError
 from ingestion.crawl.feed import fetch_feed
 from ingestion.crawl.fetch import fetch_policy
+from ingestion.crawl.robots import allowed_by_robots
 from ingestion.kinds.base import Expansion, FetchedKind
 from ingestion.kinds.url import UrlConfig
 from sources.models import Source
@@ -28,14 +29,21 @@ class FeedKind(FetchedKind):
     def expand(self, *, source: Source) -> Expansion:
         url = source.config["url"]
         feed = fetch_feed(url, fetch_policy())
-        urls = list(dict.fromkeys(item.url for item in feed.items if item.url))
+        listed = list(dict.fromkeys(item.url for item in feed.items if item.url))
+        allowed = allowed_by_robots(fetch_policy())
+        urls = [u for u in listed if allowed(u)]
         notice = ""
         if len(urls) > settings.CRAWL_MAX_PAGES_PER_SOURCE:
             kept = settings.CRAWL_MAX_PAGES_PER_SOURCE
             notice = f"The feed has {len(urls)} items; the first {kept} were kept."
             urls = urls[:kept]
+        if not urls and listed:
+            raise PermanentFetchError(
+                "The site's robots.txt asks crawlers not to fetch any of the feed's items.",
+                f"{len(listed)} items disallowed by robots.txt",
+            )
         if not urls:
             raise PermanentFetchError("The feed has no items with links.", url)
         # A feed lists its latest items only: one that left it is still on the site, so it is kept and
         # fetched again, and removed only when its page is gone.
-        return Expansion(urls, notice, recheck_unlisted=True)
+        return Expansion(urls, notice, recheck_unlisted=True, skipped_by_robots=len(listed) - len(urls))

@@ -7,6 +7,7 @@ from pydantic import Field
 
 from ingestion.crawl.errors import PermanentFetchError
 from ingestion.crawl.fetch import fetch_policy
+from ingestion.crawl.robots import allowed_by_robots
 from ingestion.crawl.sitemap import fetch_sitemap
 from ingestion.kinds.base import Expansion, FetchedKind
 from ingestion.kinds.url import UrlConfig
@@ -34,15 +35,29 @@ class SitemapKind(FetchedKind):
             source.config.get("max_pages") or settings.CRAWL_MAX_PAGES_PER_SOURCE,
             settings.CRAWL_MAX_PAGES_PER_SOURCE,
         )
-        result = fetch_sitemap(source.config["url"], fetch_policy(), max_pages=limit)
+        policy = fetch_policy()
+        result = fetch_sitemap(
+            source.config["url"], policy, max_pages=limit, allowed=allowed_by_robots(policy)
+        )
         notice = ""
         if result.truncated:
             notice = (
                 f"This site lists more pages than the limit of {len(result.urls)}; "
                 f"{'at least ' if result.left_out else ''}{result.left_out or 'some'} were left out."
             )
+        if not result.urls and result.disallowed:
+            raise PermanentFetchError(
+                "The site's robots.txt asks crawlers not to fetch any of the pages its sitemap lists.",
+                f"{result.disallowed} listed pages disallowed by robots.txt",
+            )
         if not result.urls:
             raise PermanentFetchError("The sitemap lists no pages.", "; ".join(result.errors))
         # Only a whole listing is evidence that a page left the site: no child sitemap failed, none cut.
         complete = not result.truncated and not result.errors
-        return Expansion(result.urls, notice, lastmod=result.lastmod, complete=complete)
+        return Expansion(
+            result.urls,
+            notice,
+            lastmod=result.lastmod,
+            complete=complete,
+            skipped_by_robots=result.disallowed,
+        )

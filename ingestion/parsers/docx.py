@@ -1,4 +1,5 @@
-"""DOCX as Markdown: headings, lists, tables (merged and nested cells), text boxes, notes and comments.
+"""DOCX as Markdown: headings, lists, tables (merged and nested cells), text boxes, notes, comments, and page
+headers and footers that carry more than a page number.
 
 python-docx opens the package (it follows the relationships, so a main part with another name is found),
 and gives the body, styles and numbering as lxml elements; the body is walked here, because python-docx's
@@ -8,6 +9,7 @@ in parts python-docx does not model; they are parsed with defusedxml. The result
 
 from __future__ import annotations
 
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,6 +255,26 @@ def _notes(document: Any, renderer: Renderer) -> list[str]:
     return lines
 
 
+# A header or footer that only numbers pages ("Page 3 of 12", "- 3 -", a PAGE field's cached "3") says
+# nothing; anything else in one (a company, a document number, a revision, a classification) is kept.
+_PAGE_NUMBER_ONLY = re.compile(
+    r"^\W*(?:page|p\.|seite|página|pagina)?\s*\d*\s*(?:(?:of|/|von|de|sur)\s*\d+)?\W*$", re.I
+)
+
+
+def _headers_and_footers(document: Any, renderer: Renderer) -> list[str]:
+    """The text of each distinct header and footer part that carries content, in the order of the parts."""
+    lines: list[str] = []
+    for rel in document.part.rels.values():
+        if rel.is_external or rel.reltype not in (f"{REL}/header", f"{REL}/footer"):
+            continue
+        root = parse_xml(rel.target_part.blob, rel.reltype.rsplit("/", 1)[-1])
+        text = " ".join(block.strip() for block in renderer.blocks(root) if block.strip())
+        if text and not _PAGE_NUMBER_ONLY.match(text) and text not in lines:
+            lines.append(text)
+    return lines
+
+
 def _comments(document: Any, renderer: Renderer) -> list[str]:
     root = _related_xml(document, "comments")
     lines = []
@@ -281,6 +303,9 @@ class DocxParser(Parser):
             raise corrupt(f"python-docx: {exc!r}") from exc
         renderer = Renderer(Styles(document))
         parts = [join_blocks(renderer.blocks(document.element.body))]
+        margins = _headers_and_footers(document, renderer)
+        if margins:
+            parts.append("## Page headers and footers\n\n" + "\n".join(f"- {line}" for line in margins))
         notes = _notes(document, renderer)
         if notes:
             parts.append("## Notes\n\n" + "\n\n".join(notes))

@@ -40,6 +40,7 @@ PARSERS = [
     "ingestion.parsers.docx.DocxParser",
     "ingestion.parsers.docx.DocxXmlTextParser",
     "ingestion.parsers.xlsx.XlsxParser",
+    "ingestion.parsers.xlsx.CalamineXlsxParser",
     "ingestion.parsers.office.AntiwordParser",
     "ingestion.parsers.office.CatdocParser",
     "ingestion.parsers.office.LibreOfficeParser",
@@ -50,6 +51,7 @@ PARSERS = [
     "ingestion.parsers.html.HtmlTextParser",
     "ingestion.parsers.csv.CsvParser",
     "ingestion.parsers.text.TextParser",
+    "ingestion.parsers.gzipped.GzipParser",
 ]
 
 PDF = "application/pdf"

@@ -140,3 +140,48 @@ def parse_xml(data: bytes, where: str) -> DefusedET.Element:
         raise unsafe_xml(f"{where}: {exc!r}") from exc
     except DefusedET.ParseError as exc:
         raise corrupt(f"{where}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class GzipLimits:
+    # As large as the biggest text or HTML file we parse (parsers/text.py MAX_TEXT_BYTES).
+    max_bytes: int = 64 * 1024 * 1024
+    ratio_floor_bytes: int = 20 * 1024 * 1024
+    max_ratio: float = 100.0
+
+
+def gunzip_limited(source: Path, target: Path, limits: GzipLimits = GzipLimits()) -> None:
+    """Decompress a gzip file into `target`, a chunk at a time, and stop as soon as it outgrows the limits:
+    a gzip stream declares no trustworthy size, so the only safe bound is the bytes actually produced."""
+    import zlib
+
+    packed = source.stat().st_size or 1
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    written = 0
+    try:
+        with source.open("rb") as stream, target.open("wb") as out:
+            while True:
+                chunk = stream.read(64 * 1024)
+                data = inflater.decompress(chunk, 1024 * 1024) if chunk else b""
+                while True:
+                    written += len(data)
+                    if written > limits.max_bytes:
+                        raise zip_bomb(
+                            f"gzip output past {limits.max_bytes} bytes",
+                            f"it unpacks to more than {_mb(limits.max_bytes)}",
+                        )
+                    if written > limits.ratio_floor_bytes and written / packed > limits.max_ratio:
+                        raise zip_bomb(
+                            f"gzip ratio past {limits.max_ratio:.0f}:1 at {written} bytes",
+                            f"it unpacks to more than {limits.max_ratio:.0f} times its size",
+                        )
+                    out.write(data)
+                    if not inflater.unconsumed_tail:
+                        break
+                    data = inflater.decompress(inflater.unconsumed_tail, 1024 * 1024)
+                if not chunk or inflater.eof:
+                    break
+    except zlib.error as exc:
+        raise corrupt(f"gzip: {exc}") from exc
+    if not inflater.eof:
+        raise corrupt("gzip: the stream ends before its end marker (truncated file)")

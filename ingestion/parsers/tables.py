@@ -149,14 +149,32 @@ def rows_to_segments(
     numbers = list(row_numbers) if row_numbers is not None else list(range(1, len(rows) + 1))
     width = max(len(row) for row in rows)
     fallback = [column_letter(i) if csv_header is None else f"column {i + 1}" for i in range(width)]
-    start = find_header(raw_rows if raw_rows is not None else rows, bold=bold, csv_header=csv_header)
+    unspread = [list(row) for row in raw_rows] if raw_rows is not None else rows
+    start = find_header(unspread, bold=bold, csv_header=csv_header)
+    band = None
+    if start is None and csv_header is None:
+        band = find_two_row_header(unspread)
+        start = band + 1 if band is not None else None
+    if start is None and raw_rows is not None and is_form(unspread, rows):
+        return [Segment(form_text(unspread), title=title, meta={**meta, "row": numbers[0], "form": True})]
     segments: list[Segment] = []
     if start is None:
         names, body_start = fallback, 0
     else:
-        names = column_names(rows[start], width, fallback)
+        header = rows[start]
+        if band is not None:
+            # Two header rows: a band above (a year, merged over its columns) and the names below.
+            header = [
+                " ".join(
+                    part
+                    for part in (format_value(_at(rows[band], c)), format_value(_at(rows[start], c)))
+                    if part
+                )
+                for c in range(width)
+            ]
+        names = column_names(header, width, fallback)
         body_start = start + 1
-        above = (raw_rows if raw_rows is not None else rows)[:start]
+        above = unspread[: band if band is not None else start]
         preamble = [" ".join(format_value(v) for v in row if format_value(v)) for row in above]
         preamble = [line for line in preamble if line]
         if preamble:
@@ -166,6 +184,69 @@ def rows_to_segments(
         if text:
             segments.append(Segment(text, title=title, meta={**meta, "row": number}))
     return segments
+
+
+def _at(row: Sequence[Any], column: int) -> Any:
+    return row[column] if column < len(row) else None
+
+
+def find_two_row_header(rows: Sequence[Sequence[Any]]) -> int | None:
+    """Index of the upper of two header rows that together name every column of the first data row (a band
+    such as a year merged over "Units | Revenue" below it), or None. Rows are as typed, before merges are
+    spread; both sit right above the data, the lower all text, the upper text or years."""
+    sample = list(rows[:HEADER_SEARCH_ROWS])
+    data_index = next(
+        (
+            i
+            for i, row in enumerate(sample)
+            if len(_filled(row)) >= 2
+            and any(not _is_text(row[j]) and not _is_year(row[j]) for j in _filled(row))
+        ),
+        None,
+    )
+    if data_index is None or data_index < 2:
+        return None
+    upper, lower = sample[data_index - 2], sample[data_index - 1]
+    if not _filled(upper) or len(_filled(lower)) < 2:
+        return None
+    if not all(_is_text(lower[j]) for j in _filled(lower)):
+        return None
+    if not all(_is_text(upper[j]) or _is_year(upper[j]) for j in _filled(upper)):
+        return None
+    if set(_filled(sample[data_index])) <= set(_filled(upper)) | set(_filled(lower)):
+        return data_index - 2
+    return None
+
+
+def _is_year(value: Any) -> bool:
+    # A band over its columns is often a year, typed as a number.
+    text = format_value(value)
+    return text.isdigit() and len(text) == 4 and 1900 <= int(text) <= 2100
+
+
+def is_form(unspread: Sequence[Sequence[Any]], spread: Sequence[Sequence[Any]]) -> bool:
+    """A sheet laid out as a form: merged cells (spreading changed something), no header row, and no row with
+    more than three values as typed (labels beside their answers, paragraphs across merged columns)."""
+    if all(list(a) == list(b) for a, b in zip(unspread, spread, strict=False)):
+        return False
+    filled = [len(_filled(row)) for row in unspread if _filled(row)]
+    return bool(filled) and max(filled) <= 3
+
+
+def form_text(rows: Sequence[Sequence[Any]]) -> str:
+    """A form as lines a person reads: "label: answer" for a label beside its answer, the values of a row
+    joined by " | " otherwise; each merged value once."""
+    lines = []
+    for row in rows:
+        values = [format_value(row[i]) for i in _filled(row)]
+        values = [v for v in values if v]
+        if not values:
+            continue
+        if len(values) == 2 and not values[0].endswith((".", "?", "!")):
+            lines.append(f"{values[0].rstrip(':').rstrip()}: {values[1]}")
+        else:
+            lines.append(" | ".join(values))
+    return "\n".join(lines)
 
 
 def _cell(text: str) -> str:

@@ -118,3 +118,78 @@ class XlsxParser(Parser):
         finally:
             workbook.close()
             stream.close()
+
+
+class CalamineXlsxParser(Parser):
+    """The next reader when openpyxl gives up: python-calamine (Rust) reads what some exporters write and
+    openpyxl refuses, such as a workbook whose content types declare a shared-strings part it never wrote
+    (its strings are inline). Values only: no bold headers; merged ranges from the sheet's own XML."""
+
+    name = "calamine"
+
+    def score(self, sniffed_type: str, filename: str) -> int:
+        return 50 if sniffed_type == XLSX else 0
+
+    def parse(self, path: Path, filename: str, options: ParseOptions) -> list[Segment]:
+        from python_calamine import CalamineWorkbook, SheetVisibleEnum
+
+        check_office_zip(path)
+        try:
+            workbook = CalamineWorkbook.from_path(str(path))
+        except Exception as exc:  # calamine raises its own error types for every kind of bad file
+            raise corrupt(f"calamine: {exc!r}") from exc
+        segments: list[Segment] = []
+        with zipfile.ZipFile(path) as archive:
+            sheet_paths = _sheet_paths(archive)
+            for metadata in workbook.sheets_metadata:
+                if metadata.visible != SheetVisibleEnum.Visible:
+                    continue
+                values = workbook.get_sheet_by_name(metadata.name).to_python(skip_empty_area=False)
+                rows = {
+                    number: [_plain(value) for value in row[:MAX_COLUMNS]]
+                    for number, row in enumerate(values, start=1)
+                    if any(value not in (None, "") for value in row)
+                }
+                raw = {number: list(row) for number, row in rows.items()}
+                if metadata.name in sheet_paths:
+                    fill_merged(rows, merged_ranges(archive, sheet_paths[metadata.name]))
+                numbers = sorted(rows)
+                segments.extend(
+                    rows_to_segments(
+                        [rows[n] for n in numbers],
+                        title=metadata.name,
+                        meta={"sheet": metadata.name},
+                        row_numbers=numbers,
+                        bold=[False] * len(numbers),
+                        raw_rows=[raw.get(n, []) for n in numbers],
+                    )
+                )
+        return segments
+
+
+def _plain(value: Any) -> Any:
+    # calamine gives every number as a float; a whole number reads as one (12, not 12.0), as from openpyxl.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return None if value == "" else value
+
+
+def _sheet_paths(archive: zipfile.ZipFile) -> dict[str, str]:
+    """Sheet name -> its part in the archive, from workbook.xml and its relationships."""
+    from defusedxml.ElementTree import fromstring
+
+    relationships = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+    try:
+        workbook = fromstring(archive.read("xl/workbook.xml"))
+        rels = fromstring(archive.read("xl/_rels/workbook.xml.rels"))
+    except (KeyError, SyntaxError):
+        return {}
+    targets = {}
+    for rel in rels:
+        target = rel.get("Target", "")
+        targets[rel.get("Id")] = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+    return {
+        sheet.get("name", ""): targets[sheet.get(relationships)]
+        for sheet in workbook.iter(SHEET_NS + "sheet")
+        if sheet.get(relationships) in targets
+    }

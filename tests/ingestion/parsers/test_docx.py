@@ -90,3 +90,21 @@ def _without_member(data: bytes, name: str) -> bytes:
             if member.filename != name:
                 target.writestr(member, source.read(member))
     return buffer.getvalue()
+
+
+def test_page_headers_and_footers_are_kept_when_they_carry_content(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Isolate the pump before opening the valve housing.")
+    section = document.sections[0]
+    section.header.paragraphs[0].text = "Acme Water — Procedure QP-12, revision 4"
+    section.footer.paragraphs[0].text = "Page 1 of 3"  # a page number only: nothing to keep
+    section.different_first_page_header_footer = True
+    section.first_page_header.paragraphs[0].text = "Acme Water — Procedure QP-12, revision 4"  # once
+    path = tmp_path / "procedure.docx"
+    document.save(path)
+    text = "\n".join(segment.text for segment in parse_file(path, "procedure.docx"))
+    assert "Isolate the pump" in text
+    assert text.count("Procedure QP-12, revision 4") == 1
+    assert "Page 1 of 3" not in text

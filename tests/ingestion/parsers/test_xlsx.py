@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import zipfile
 from pathlib import Path
 
 import openpyxl
+import pytest
 
 from ingestion.parsers.registry import parse_file
+from tests.ingestion.parsers.builders import inline_string_xlsx
 from tests.ingestion.parsers.documents import segments
 
 
@@ -74,53 +75,56 @@ def test_merged_values_fill_every_cell_of_their_range() -> None:
 
 def test_inline_strings_are_read(tmp_path: Path) -> None:
     path = tmp_path / "inline.xlsx"
-    path.write_bytes(_inline_string_workbook())
+    path.write_bytes(inline_string_xlsx())
     assert [segment.text for segment in parse_file(path, "inline.xlsx")] == ["City: Lyon | Visitors: 12"]
 
 
-def _inline_string_workbook() -> bytes:
-    """A minimal workbook whose text cells are inline (t="inlineStr"), as many exporters write them."""
-    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-    parts = {
-        "[Content_Types].xml": (
-            '<?xml version="1.0" encoding="UTF-8"?>'
-            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-            '<Default Extension="rels" '
-            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-            '<Default Extension="xml" ContentType="application/xml"/>'
-            '<Override PartName="/xl/workbook.xml" '
-            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-            '<Override PartName="/xl/worksheets/sheet1.xml" '
-            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
-            "</Types>"
-        ),
-        "_rels/.rels": (
-            '<?xml version="1.0" encoding="UTF-8"?>'
-            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/>'
-            "</Relationships>"
-        ),
-        "xl/workbook.xml": (
-            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{main}" xmlns:r="{rel}">'
-            '<sheets><sheet name="Visits" sheetId="1" r:id="rId1"/></sheets></workbook>'
-        ),
-        "xl/_rels/workbook.xml.rels": (
-            '<?xml version="1.0" encoding="UTF-8"?>'
-            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
-            "</Relationships>"
-        ),
-        "xl/worksheets/sheet1.xml": (
-            f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{main}"><sheetData>'
-            '<row r="1"><c r="A1" t="inlineStr"><is><t>City</t></is></c>'
-            '<c r="B1" t="inlineStr"><is><t>Visitors</t></is></c></row>'
-            '<row r="2"><c r="A2" t="inlineStr"><is><t>Lyon</t></is></c><c r="B2"><v>12</v></c></row>'
-            "</sheetData></worksheet>"
-        ),
-    }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, content in parts.items():
-            archive.writestr(name, content)
-    return buffer.getvalue()
+def test_a_workbook_declaring_a_shared_strings_part_it_never_wrote_is_read_by_calamine(
+    tmp_path: Path,
+) -> None:
+    data = inline_string_xlsx(declare_shared_strings=True)
+    # The fixture is one openpyxl can't open: its content types promise xl/sharedStrings.xml.
+    with pytest.raises(KeyError, match="sharedStrings"):
+        openpyxl.load_workbook(io.BytesIO(data), read_only=True)
+    path = tmp_path / "export.xlsx"
+    path.write_bytes(data)
+    parsed = parse_file(path, "export.xlsx")
+    assert [segment.text for segment in parsed] == ["City: Lyon | Visitors: 12"]
+    assert parsed[0].meta["parser"] == "calamine" and parsed[0].meta["sheet"] == "Visits"
+
+
+def test_a_form_of_merged_cells_reads_as_labels_and_answers(tmp_path: Path) -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Claim"
+    sheet["A1"] = "Travel expense claim"
+    sheet.merge_cells("A1:F1")
+    for row, (label, answer) in enumerate(
+        [("Employee name", "Maria Lopez"), ("Department", "Field work")], 3
+    ):
+        sheet[f"A{row}"], sheet[f"C{row}"] = label, answer
+        sheet.merge_cells(f"A{row}:B{row}")
+        sheet.merge_cells(f"C{row}:F{row}")
+    sheet["A6"] = "Commissioning the pumping station at Lyon and training its operators."
+    sheet.merge_cells("A6:F8")
+    parsed = parse_file(_workbook_file(tmp_path, workbook), "claim.xlsx")
+    assert [segment.text for segment in parsed] == [
+        "Travel expense claim\nEmployee name: Maria Lopez\nDepartment: Field work\n"
+        "Commissioning the pumping station at Lyon and training its operators."
+    ]
+
+
+def test_two_header_rows_are_merged_into_each_columns_name(tmp_path: Path) -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.append(["Quarterly sales"])
+    sheet.append(["Region", 2023, None, 2024, None])
+    sheet.merge_cells("B2:C2")
+    sheet.merge_cells("D2:E2")
+    sheet.append([None, "Units", "Revenue", "Units", "Revenue"])
+    sheet.append(["North", 120, 3400.5, 150, 4100])
+    parsed = parse_file(_workbook_file(tmp_path, workbook), "sales.xlsx")
+    assert [segment.text for segment in parsed] == [
+        "Quarterly sales",
+        "Region: North | 2023 Units: 120 | 2023 Revenue: 3400.5 | 2024 Units: 150 | 2024 Revenue: 4100",
+    ]

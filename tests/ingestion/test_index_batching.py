@@ -1,0 +1,121 @@
+"""One index job embeds the chunks of many crawled pages together (ingestion.indexing.index_ready): the
+embedder sees full batches of similar length, each page is still stored on its own, and the other pages'
+own jobs then find nothing to do. Run in this process against the real database and the real embedder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from ingestion import tasks
+from retrieval.embedders.local import MiniLMOnnxEmbedder
+from retrieval.services import embed_texts
+from sources.models import Chunk, Document, Source, Status
+from sources.tenancy import workspace_scope
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class CountingMiniLM(MiniLMOnnxEmbedder):
+    """The deployment's embedder, recording how many texts each call embeds."""
+
+    calls: list[int] = []
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        CountingMiniLM.calls.append(len(texts))
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def counting_embedder(settings):
+    settings.EMBEDDERS = {
+        "default": {
+            **settings.EMBEDDERS["default"],
+            "BACKEND": "tests.ingestion.test_index_batching.CountingMiniLM",
+        }
+    }
+    CountingMiniLM.calls = []
+    return CountingMiniLM.calls
+
+
+def _crawled_pages(workspace, agent, count: int, *, prefix: str = "page") -> list[Document]:
+    """Pages as the crawler leaves them: text extracted, status indexing, their index jobs still queued."""
+    with workspace_scope(workspace.id):
+        source = Source.objects.create(
+            agent=agent, kind="sitemap", title="Site", config={"url": "https://a.test/"}
+        )
+        return [
+            Document.objects.create(
+                source=source,
+                url=f"https://a.test/{prefix}-{i}",
+                title=f"{prefix} {i}",
+                text=f"The {prefix} number {i} explains how returns work for order type {i}. " * (2 + i),
+                status=Status.INDEXING,
+            )
+            for i in range(count)
+        ]
+
+
+def test_one_job_indexes_the_waiting_pages_in_one_embedding_pass(workspace, agent, counting_embedder):
+    pages = _crawled_pages(workspace, agent, 6)
+    tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)
+    assert counting_embedder == [6]  # one call for the six one-chunk pages, not six calls
+    with workspace_scope(workspace.id):
+        assert set(Document.objects.values_list("status", flat=True)) == {Status.DONE}
+        assert Chunk.objects.count() == 6
+        assert not Document.objects.filter(due_by__isnull=False).exists()
+        assert Source.objects.get().status == Status.DONE
+    for page in pages[1:]:  # their own jobs come later and find nothing left to do
+        tasks.index_document(workspace_id=workspace.id, document_id=page.id)
+    assert counting_embedder == [6]
+    with workspace_scope(workspace.id):
+        assert Chunk.objects.count() == 6
+
+
+def test_another_workspaces_pages_and_pages_held_by_another_job_are_left_alone(
+    workspace, agent, other_workspace, counting_embedder
+):
+    from agents.models import Agent
+
+    mine = _crawled_pages(workspace, agent, 3)
+    with workspace_scope(other_workspace.id):
+        other_agent = Agent.objects.create(name="Other")
+    theirs = _crawled_pages(other_workspace, other_agent, 2, prefix="secret")
+    held_until = timezone.now() + timezone.timedelta(minutes=5)
+    with workspace_scope(workspace.id):
+        Document.objects.filter(id=mine[2].id).update(due_by=held_until)  # another index job holds it
+    tasks.index_document(workspace_id=workspace.id, document_id=mine[0].id)
+    assert counting_embedder == [2]
+    with workspace_scope(workspace.id):
+        assert Document.objects.get(id=mine[2].id).status == Status.INDEXING
+    with workspace_scope(other_workspace.id):
+        assert set(
+            Document.objects.filter(id__in=[d.id for d in theirs]).values_list("status", flat=True)
+        ) == {Status.INDEXING}
+        assert Chunk.objects.count() == 0
+
+
+def test_a_batch_stops_at_its_budget_and_the_next_job_takes_the_rest(
+    workspace, agent, counting_embedder, settings
+):
+    settings.INDEX_BATCH_MAX_DOCUMENTS = 2
+    pages = _crawled_pages(workspace, agent, 5)
+    tasks.index_document(workspace_id=workspace.id, document_id=pages[3].id)
+    with workspace_scope(workspace.id):
+        done = set(Document.objects.filter(status=Status.DONE).values_list("id", flat=True))
+    assert done == {pages[3].id, pages[0].id}  # its own page first, then the oldest waiting one
+    tasks.index_document(workspace_id=workspace.id, document_id=pages[1].id)
+    tasks.index_document(workspace_id=workspace.id, document_id=pages[2].id)
+    assert counting_embedder == [2, 2, 1]
+
+
+def test_vectors_come_back_in_input_order_although_embedded_by_length(settings):
+    texts = [
+        "a much longer passage about the shipping of parcels to Canada and Mexico " * 5,
+        "refunds",
+        "tax",
+    ]
+    together = embed_texts(texts)
+    alone = np.stack([embed_texts([t])[0] for t in texts])
+    assert np.allclose((together * alone).sum(axis=1), 1.0, atol=1e-3)
