@@ -182,8 +182,10 @@ def test_every_app_service_gets_the_whole_env_file_and_the_files_it_runs_exist()
 
 
 def _production_env(**extra: str) -> dict[str, str]:
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; a deployment never has it.
+    inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return {
-        **os.environ,
+        **inherited,
         "DJANGO_SETTINGS_MODULE": "config.settings.production",
         "DJANGO_SECRET_KEY": "k" * 20 + "-Zq8vN3xLw0pRt5yUi7oPa2sDf4gHj6kL9mNb1vC",
         "FIELD_ENCRYPTION_KEYS": "ZmDfcTF7_60GrrY167zsiPd67pEvs0aGOv2oasOM1Pg=",
