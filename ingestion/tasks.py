@@ -16,7 +16,7 @@ from ingestion import indexing, lifecycle, pages, sweeper
 from ingestion.crawl import hosts, robots
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.registry import get_kind
-from sources.models import Document, Source
+from sources.models import ACTIVE_STATUSES, Document, Source
 from sources.tenancy import workspace_scope
 
 
@@ -107,26 +107,30 @@ def crawl_page(
             if slot.lease:
                 hosts.release(document.url, slot.lease)
         following = {"workspace_id": workspace_id, "document_id": document_id}
+        # Every countdown stays inside the broker's visibility timeout (see pages.max_countdown).
         if outcome.retry_in is not None:
             crawl_page.apply_async(
-                kwargs={**following, "attempt": attempt + 1, "requeues": requeues}, countdown=outcome.retry_in
+                kwargs={**following, "attempt": attempt + 1, "requeues": requeues},
+                countdown=min(outcome.retry_in, pages.max_countdown()),
             )
         elif outcome.requeue_in is not None:
             crawl_page.apply_async(
                 kwargs={**following, "attempt": attempt, "requeues": requeues + 1},
-                countdown=outcome.requeue_in,
+                countdown=min(outcome.requeue_in, pages.max_countdown()),
             )
         elif outcome.index:
             transaction.on_commit(lambda: index_document.delay(**following))
         indexing.source_refresh_status(source_id=document.source_id)
+        # This page's place in its source's wave may be free now: publish the next pages.
+        lifecycle.pump_pages(workspace_id=workspace_id, source_id=document.source_id)
 
 
 @shared_task(acks_late=True)
 def index_document(*, workspace_id: int, document_id: int) -> None:
     with workspace_scope(workspace_id):
         document = Document.objects.filter(id=document_id).first()
-        if document is None:
-            return
+        if document is None or document.status not in ACTIVE_STATUSES:
+            return  # deleted, or already indexed or failed (a message the broker delivered a second time)
         try:
             indexing.document_index(document=document)
         except SoftTimeLimitExceeded:
