@@ -40,6 +40,7 @@ __all__ = [
     "source_index_now",
     "source_recrawl",
     "source_reindex",
+    "source_resume",
     "source_update",
     "sync_due_sources",
     "upload_create",
@@ -217,6 +218,13 @@ def source_index_now(*, source: Source) -> None:
     """What the index task of a pending source does, in this process (every document here, none queued)."""
     with workspace_scope(source.workspace_id):
         get_kind(source.kind).index(source=source, inline=True)
+
+
+def source_resume(*, source: Source) -> None:
+    """Queue the index job of a source the sweeper put back in line (its dead worker never finished it):
+    the job indexes what is pending; nothing is reset or fetched again."""
+    with workspace_scope(source.workspace_id):
+        _queue(get_kind(source.kind).reindex_task, source)
 
 
 def source_recrawl(*, source: Source) -> bool:

@@ -122,3 +122,46 @@ def test_countdowns_stay_inside_the_visibility_timeout(settings):
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 300}
     settings.CRAWL_MAX_RETRY_AFTER = 3600
     assert max_countdown() == 270
+
+
+def test_a_text_source_whose_index_job_died_is_queued_again_then_fails_when_out_of_attempts(
+    workspace, agent, settings, django_capture_on_commit_callbacks
+):
+    settings.CRAWL_STALLED_AFTER = 60
+    settings.CRAWL_MAX_ATTEMPTS = 1
+    long_ago = timezone.now() - timezone.timedelta(hours=1)
+    with workspace_scope(workspace.id):
+        source = Source.objects.create(agent=agent, kind="text", title="t", status="indexing")
+        page = Document.objects.create(source=source, text="Kettles boil water.", status="indexing")
+    Document.unscoped.filter(id=page.id).update(updated_at=long_ago)
+    Source.unscoped.filter(id=source.id).update(updated_at=long_ago)
+    with django_capture_on_commit_callbacks() as queued:
+        swept = sweep_stalled()
+    assert swept["sources_requeued"] == 1 and swept["documents_failed"] == 0
+    assert len(queued) == 1  # its index job
+    source.refresh_from_db()
+    assert source.status == "pending" and source.state["sweeps"] == 1
+    assert Document.unscoped.get(id=page.id).status == "pending"
+    # The job is lost again: no attempt left, the page fails with its class.
+    Document.unscoped.filter(id=page.id).update(status="indexing", updated_at=long_ago)
+    Source.unscoped.filter(id=source.id).update(status="indexing", updated_at=long_ago)
+    with django_capture_on_commit_callbacks() as queued:
+        swept = sweep_stalled()
+    assert swept["sources_requeued"] == 0 and swept["documents_failed"] == 1 and queued == []
+    assert Document.unscoped.get(id=page.id).failure_class == "interrupted"
+    assert Source.unscoped.get(id=source.id).status == "failed"
+
+
+def test_a_crawled_page_whose_index_job_was_lost_gets_another(
+    workspace, agent, settings, django_capture_on_commit_callbacks
+):
+    settings.CRAWL_STALLED_AFTER = 60
+    source, (page,) = crawl_source(workspace, agent, 1)
+    Document.unscoped.filter(id=page).update(
+        status="indexing", text="Kettles.", updated_at=timezone.now() - timezone.timedelta(hours=1)
+    )
+    with django_capture_on_commit_callbacks() as queued:
+        swept = sweep_stalled()
+    assert swept["documents_requeued"] == 1 and len(queued) == 1
+    row = Document.unscoped.get(id=page)
+    assert (row.status, row.attempts) == ("indexing", 1)
