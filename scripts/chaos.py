@@ -315,9 +315,10 @@ def _same_page(key: str, clean: dict) -> str:
 def table(rows: list[dict]) -> str:
     head = (
         "| fault | pages done / failed (beyond the clean run's: class) | dup. chunks | lost chunks | orphans"
-        " | recovery (s) | total (s) | put back | mechanism |"
+        " | recovery (s) | total (s), vs clean | put back | mechanism |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    clean_total = rows[0]["total_s"]
     for r in rows:
         extra = ", ".join(f"{n} {c}" for c, n in sorted(r["extra_failed"].items())) or "none"
         if r["worker_restarts"]:
@@ -325,9 +326,9 @@ def table(rows: list[dict]) -> str:
         if r["failed_before_retry"]:
             failed = ", ".join(f"{n} {c}" for c, n in sorted(r["failed_before_retry"].items()))
             extra += f"; failed before Retry failed: {failed}"
-        again = f"{r['recrawled_pages']} pages crawled again"
+        again = f"{r['recrawled_pages']} page(s) crawled again"
         if r["resumed_sources"]:
-            again += f", {r['resumed_sources']} sources queued again"
+            again += f", {r['resumed_sources']} source(s) queued again"
         settled = (
             "" if r["settled"] and not r["in_flight"] and not r["unclassed_failures"] else " NOT SETTLED"
         )
@@ -335,7 +336,7 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['scenario']}{settled} | {r['done']} / {r['failed']} ({extra}) | {r['duplicated_chunks']} |"
             f" {r['lost_chunks']} | {'n/a' if r['orphans'] is None else r['orphans']} | {recovery} |"
-            f" {r['total_s']} | {again} | {r['mechanism']} |"
+            f" {r['total_s']}, {r['total_s'] - clean_total:+.1f} | {again} | {r['mechanism']} |"
         )
     return "\n".join(lines)
 
@@ -373,7 +374,12 @@ def main() -> int:
             harness.hang_failures = {}  # set by embedder_hang's `after`
             row = harness.run(name, fault, after)
             rows.append({**row, **compare(row, clean)})
-            print(f"chaos: {name}: recovered in {row['recovery_s']}s", flush=True)
+            took = (
+                "no fault to recover from"
+                if row["recovery_s"] is None
+                else f"recovered in {row['recovery_s']}s"
+            )
+            print(f"chaos: {name}: {took}", flush=True)
     print(table(rows))
     if args.json:
         args.json.write_text(

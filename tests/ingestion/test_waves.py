@@ -156,7 +156,7 @@ def test_a_crawled_page_whose_index_job_was_lost_gets_another(
     workspace, agent, settings, django_capture_on_commit_callbacks
 ):
     settings.CRAWL_STALLED_AFTER = 60
-    source, (page,) = crawl_source(workspace, agent, 1)
+    _source, (page,) = crawl_source(workspace, agent, 1)
     Document.unscoped.filter(id=page).update(
         status="indexing", text="Kettles.", updated_at=timezone.now() - timezone.timedelta(hours=1)
     )
