@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`. See README.md.
-.PHONY: run test bench lint setup lock
+.PHONY: run test bench chaos lint setup lock
 
 setup:
 	@bash scripts/setup.sh
@@ -12,6 +12,10 @@ test:
 
 bench:
 	@bash scripts/bench.sh
+
+# The fault harness: kill workers, restart Redis and PostgreSQL, hang the embedder (docs/RELIABILITY.md).
+chaos:
+	@bash scripts/chaos.sh $(ARGS)
 
 lint:
 	@.venv/bin/ruff check . && .venv/bin/ruff format --check .

@@ -57,7 +57,10 @@ def source_index(*, source: Source, inline_up_to: int | None = None) -> list[int
     Returns [] when everything was done here or another worker already claimed the source."""
     with workspace_scope(source.workspace_id):
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.INDEXING, error="", error_detail=""
+            status=Status.INDEXING,
+            error="",
+            error_detail="",
+            updated_at=timezone.now(),  # the sweeper reads it
         )
         if claimed != 1:
             return []

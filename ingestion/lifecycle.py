@@ -12,15 +12,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from ingestion import backlog, sync
 from ingestion import files as storage
-from ingestion import sync
 from ingestion.indexing import delete_source_chunks, source_refresh_status
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
+from ingestion.pages import max_countdown
 from retrieval import cache as semantic_cache
 from sources.models import ACTIVE_STATUSES, Document, Schedule, Source, Status, Workspace
 from sources.tenancy import workspace_scope
@@ -28,6 +30,7 @@ from sources.tenancy import workspace_scope
 __all__ = [
     "KindError",
     "UploadTooLarge",
+    "pump_pages",
     "queue_index_jobs",
     "queue_page_jobs",
     "retry_failed",
@@ -37,6 +40,7 @@ __all__ = [
     "source_index_now",
     "source_recrawl",
     "source_reindex",
+    "source_resume",
     "source_update",
     "sync_due_sources",
     "upload_create",
@@ -57,6 +61,9 @@ def _queue(task_name: str, source: Source, countdown: float | None = None) -> No
     # A kind of a layer above (integrations) names its own task by dotted path.
     task = import_string(task_name) if "." in task_name else getattr(tasks, task_name)
     kwargs = {"workspace_id": source.workspace_id, "source_id": source.id}
+    if countdown is not None:
+        # A message waiting past the broker's visibility timeout is handed to a second worker (pages.py).
+        countdown = min(countdown, max_countdown())
     transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown))
 
 
@@ -196,6 +203,7 @@ def source_delete(*, source: Source) -> None:
         delete_source_chunks(source=source)
         source.delete()
         transaction.on_commit(lambda: storage.delete_files(workspace_id, source_id))
+        transaction.on_commit(lambda: backlog.clear(source_id))
     semantic_cache.invalidate(workspace_id=workspace_id, agent_id=source.agent_id)
 
 
@@ -227,6 +235,13 @@ def source_index_now(*, source: Source) -> None:
     """What the index task of a pending source does, in this process (every document here, none queued)."""
     with workspace_scope(source.workspace_id):
         get_kind(source.kind).index(source=source, inline=True)
+
+
+def source_resume(*, source: Source) -> None:
+    """Queue the index job of a source the sweeper put back in line (its dead worker never finished it):
+    the job indexes what is pending; nothing is reset or fetched again."""
+    with workspace_scope(source.workspace_id):
+        _queue(get_kind(source.kind).reindex_task, source)
 
 
 def source_recrawl(*, source: Source) -> bool:
@@ -269,19 +284,64 @@ def retry_failed(*, source: Source) -> int:
 
 
 def queue_page_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
-    """One crawl job per page, staggered so a big sitemap does not hit the site all at once."""
-    from ingestion import tasks
+    """Put pages in their source's crawl backlog and publish the first wave, once the transaction commits.
 
-    stagger = settings.CRAWL_STAGGER_SECONDS
+    No page job is published with a countdown for staggering: the per-host slots (ingestion/crawl/hosts.py)
+    space the requests, and a wave of CRAWL_WAVE_SIZE pages per source keeps any one worker from holding
+    a whole crawl (see docs/RELIABILITY.md)."""
+    if not document_ids:
+        return
 
     def publish() -> None:
-        for i, document_id in enumerate(document_ids):
-            tasks.crawl_page.apply_async(
-                kwargs={"workspace_id": workspace_id, "document_id": document_id},
-                countdown=i * stagger if stagger else None,
-            )
+        with workspace_scope(workspace_id):
+            rows = Document.objects.filter(id__in=document_ids).values_list("source_id", "id")
+        by_source: dict[int, list[int]] = {}
+        for source_id, document_id in rows:
+            by_source.setdefault(source_id, []).append(document_id)
+        for source_id, ids in by_source.items():
+            backlog.push(source_id, sorted(ids))
+            pump_pages(workspace_id=workspace_id, source_id=source_id)
 
     transaction.on_commit(publish)
+
+
+def pump_pages(*, workspace_id: int, source_id: int) -> int:
+    """Publish the source's next backlog pages until CRAWL_WAVE_SIZE of its pages are in flight (crawling,
+    queued, or waiting on a retry or a busy host). Each page job calls this when it ends, and the sweeper
+    calls it for every source with a backlog, so a lost pump cannot stall a crawl. Returns how many pages
+    were published.
+
+    A page is published only by the conditional UPDATE that gives it its deadline (`due_by`, which the
+    sweeper judges it by), so two pumps never publish the same page twice."""
+    from ingestion import tasks
+
+    published: list[int] = []
+    with workspace_scope(workspace_id):
+        pages = Document.objects.filter(source_id=source_id)
+        in_flight = pages.filter(
+            Q(status=Status.CRAWLING) | Q(status=Status.PENDING, due_by__isnull=False)
+        ).count()
+        free = settings.CRAWL_WAVE_SIZE - in_flight
+        while free > 0:
+            candidates = backlog.pop(source_id, free)
+            if not candidates:
+                break
+            now = timezone.now()
+            deadline = now + timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
+            for document_id in candidates:
+                claimed = pages.filter(id=document_id, status=Status.PENDING, due_by__isnull=True).update(
+                    due_by=deadline, updated_at=now
+                )
+                if claimed:
+                    published.append(document_id)
+                    free -= 1
+
+    def publish() -> None:
+        for document_id in published:
+            tasks.crawl_page.delay(workspace_id=workspace_id, document_id=document_id)
+
+    transaction.on_commit(publish)
+    return len(published)
 
 
 def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:

@@ -107,18 +107,22 @@ def crawl_page(
             if slot.lease:
                 hosts.release(document.url, slot.lease)
         following = {"workspace_id": workspace_id, "document_id": document_id}
+        # Every countdown stays inside the broker's visibility timeout (see pages.max_countdown).
         if outcome.retry_in is not None:
             crawl_page.apply_async(
-                kwargs={**following, "attempt": attempt + 1, "requeues": requeues}, countdown=outcome.retry_in
+                kwargs={**following, "attempt": attempt + 1, "requeues": requeues},
+                countdown=min(outcome.retry_in, pages.max_countdown()),
             )
         elif outcome.requeue_in is not None:
             crawl_page.apply_async(
                 kwargs={**following, "attempt": attempt, "requeues": requeues + 1},
-                countdown=outcome.requeue_in,
+                countdown=min(outcome.requeue_in, pages.max_countdown()),
             )
         elif outcome.index:
             transaction.on_commit(lambda: index_document.delay(**following))
         indexing.source_refresh_status(source_id=document.source_id)
+        # This page's place in its source's wave may be free now: publish the next pages.
+        lifecycle.pump_pages(workspace_id=workspace_id, source_id=document.source_id)
 
 
 @shared_task(acks_late=True)

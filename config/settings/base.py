@@ -152,13 +152,25 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=90)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=120)
-# Redis redelivers an unacknowledged message after this long; it must exceed the longest task.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Redis hands an unacknowledged message to another worker after this long: a killed worker's tasks come
+# back within minutes. Every countdown stays below 0.9x of it (ingestion.pages.max_countdown), since a
+# message held longer is handed out twice; a task that runs longer (an upload's parse) claims its row, so
+# a second delivery finds it taken. Kombu looks for such messages every interval x throttle seconds.
+# See docs/RELIABILITY.md.
+CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 3,
+}
 # Workers log through Django's LOGGING (JSON lines), not Celery's own root-logger format.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULE = {
-    "sweep-stalled-crawls": {"task": "ingestion.tasks.crawl_sweep_stalled", "schedule": 60.0},
+    "sweep-stalled-crawls": {
+        "task": "ingestion.tasks.crawl_sweep_stalled",
+        "schedule": env.float("SWEEP_INTERVAL", default=60.0),
+    },
     # Freshness: start the sources whose scheduled sync is due (ingestion/sync.py).
     "sync-due-sources": {"task": "ingestion.tasks.crawl_sync_due", "schedule": 60.0},
 }
@@ -253,8 +265,13 @@ CRAWL_MAX_RATE_LIMIT_REQUEUES = env.int("CRAWL_MAX_RATE_LIMIT_REQUEUES", default
 CRAWL_PER_HOST_CONCURRENCY = env.int("CRAWL_PER_HOST_CONCURRENCY", default=2)
 CRAWL_HOST_WAIT_SECONDS = env.float("CRAWL_HOST_WAIT_SECONDS", default=2.0)
 CRAWL_MAX_HOST_WAITS = env.int("CRAWL_MAX_HOST_WAITS", default=300)
-CRAWL_STAGGER_SECONDS = env.float("CRAWL_STAGGER_SECONDS", default=0.5)
+# Pages of one source in flight at once (crawling, queued, or waiting on a retry or a busy host); the rest
+# wait in the source's backlog and are published as these finish (ingestion/backlog.py).
+CRAWL_WAVE_SIZE = env.int("CRAWL_WAVE_SIZE", default=4)
+# What the broker lost is judged after this long: a crawled page is put back in line while it has fewer
+# than CRAWL_MAX_ATTEMPTS attempts, anything else fails with a reason (ingestion/sweeper.py).
 CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
+CRAWL_MAX_ATTEMPTS = env.int("CRAWL_MAX_ATTEMPTS", default=5)
 # A source with more pending documents than this is indexed one job per document (reindexing a big site
 # in one task would outlive the task's time limit).
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)

@@ -17,6 +17,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from ingestion.files import UploadMissing, load_segments, parse_original, save_segments
 from ingestion.kinds.base import KindConfig, KindError, SourceKind
@@ -95,7 +96,10 @@ def upload_index(*, source: Source) -> None:
 
     with workspace_scope(source.workspace_id):
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.INDEXING, error="", error_detail=""
+            status=Status.INDEXING,
+            error="",
+            error_detail="",
+            updated_at=timezone.now(),  # the sweeper reads it
         )
         if claimed != 1:
             return

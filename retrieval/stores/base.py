@@ -123,3 +123,8 @@ class VectorStore(ABC):
     @abstractmethod
     def count(self, *, workspace_id: int) -> int:
         """How many chunks of the workspace have a vector."""
+
+    @abstractmethod
+    def point_ids(self, *, workspace_id: int) -> set[str]:
+        """The ids of every chunk of the workspace the store holds a vector for (for audits: the database
+        and the store compared, see ingestion/audit.py)."""

@@ -448,6 +448,16 @@ class PgVectorStore(VectorStore):
             )
             return int(cursor.fetchone()[0])
 
+    def point_ids(self, *, workspace_id: int) -> set[str]:
+        # Vectors live on the chunk rows, so a vector without its chunk cannot exist here; postings are
+        # tied to their chunk by a foreign key. What can drift is audited in ingestion/audit.py.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id::text FROM sources_chunk WHERE workspace_id = %s AND embedding IS NOT NULL",
+                [workspace_id],
+            )
+            return {row[0] for row in cursor.fetchall()}
+
     def index_name(self) -> str:
         return "chunk_embedding_hnsw" if self.metric == "cosine" else f"chunk_embedding_hnsw_{self.metric}"
 

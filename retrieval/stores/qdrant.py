@@ -303,6 +303,25 @@ class QdrantStore(VectorStore):
                 return 0
             return self._count(self._scope(workspace_id))
 
+    def point_ids(self, *, workspace_id: int) -> set[str]:
+        found: set[str] = set()
+        with self._errors("list points"):
+            if not self._ensure_collection(None):
+                return found
+            offset = None
+            while True:
+                points, offset = self._client.scroll(
+                    self.collection,
+                    scroll_filter=self._scope(workspace_id),
+                    limit=1000,
+                    offset=offset,
+                    with_payload=False,
+                    with_vectors=False,
+                )
+                found.update(str(p.id) for p in points)
+                if offset is None:
+                    return found
+
     # --- helpers --------------------------------------------------------------------------------
 
     @staticmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ class FakeProvider:
     requests: list[dict] = field(default_factory=list)
     base_url: str = ""
     chat: Callable[[dict], dict] = lambda body: {"content": "Hello from the model."}
+    #: Seconds each /embeddings answer waits first: a provider that hangs (the fault harness sets it).
+    embedding_delay: float = 0.0
 
     def chat_requests(self) -> list[dict]:
         return [r["body"] for r in self.requests if r["path"] == "/v1/chat/completions"]
@@ -62,6 +65,8 @@ def openai_compatible_server(provider: FakeProvider) -> Iterator[FakeProvider]:
                 )
                 return
             if self.path == "/v1/embeddings":
+                if provider.embedding_delay:
+                    time.sleep(provider.embedding_delay)
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 data = [
                     {"object": "embedding", "index": i, "embedding": fake_vector(text, provider.dimensions)}
@@ -121,6 +126,7 @@ def openai_compatible_server(provider: FakeProvider) -> Iterator[FakeProvider]:
             self.wfile.flush()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True  # a hanging answer must not hold the server's shutdown
     provider.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.django_db
 
 def test_the_sweeper_fails_stalled_pages_with_a_reason_and_settles_the_source(workspace, agent, settings):
     settings.CRAWL_STALLED_AFTER = 60
+    settings.CRAWL_MAX_ATTEMPTS = 1
     with workspace_scope(workspace.id):
         source = Source.objects.create(
             agent=agent,
@@ -21,7 +22,7 @@ def test_the_sweeper_fails_stalled_pages_with_a_reason_and_settles_the_source(wo
             status="crawling",
             pages_total=2,
         )
-        stuck = Document.objects.create(source=source, url="http://x.test/a", status="crawling")
+        stuck = Document.objects.create(source=source, url="http://x.test/a", status="crawling", attempts=1)
         fresh = Document.objects.create(source=source, url="http://x.test/b", status="done", text="ok")
     old = timezone.now() - timezone.timedelta(minutes=10)
     Document.unscoped.filter(id=stuck.id).update(updated_at=old)

@@ -133,6 +133,7 @@ def test_pausing_stops_the_schedule_and_resuming_makes_it_due(workspace, agent):
 @pytest.mark.django_db
 def test_a_page_waiting_on_purpose_is_judged_by_its_own_deadline(workspace, agent, settings):
     settings.CRAWL_STALLED_AFTER = 60
+    settings.CRAWL_MAX_ATTEMPTS = 0  # no attempt left: what is overdue fails (put back in line otherwise)
     source = _web_source(workspace, agent, status="crawling")
     long_ago = timezone.now() - timezone.timedelta(hours=2)
     with workspace_scope(workspace.id):

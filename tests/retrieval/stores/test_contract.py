@@ -229,6 +229,32 @@ def test_upsert_replaces_and_delete_leaves_nothing_behind(store, corpus, other_c
     assert store.count(workspace_id=other_corpus.workspace.id) == 1
 
 
+def test_point_ids_lists_the_workspaces_vectors_and_nothing_else(store, corpus, other_corpus):
+    assert store.point_ids(workspace_id=corpus.workspace.id) == set()
+    # More than one page of a listing (Qdrant scrolls 1,000 at a time), written in one batch.
+    with workspace_scope(corpus.workspace.id):
+        rows = Chunk.objects.bulk_create(
+            Chunk(
+                id=chunk_id(corpus.document.id, n, f"chunk {n}"),
+                workspace_id=corpus.workspace.id,
+                document=corpus.document,
+                source=corpus.source,
+                position=n,
+                text=f"chunk {n}",
+            )
+            for n in range(1005)
+        )
+    many = {str(row.id) for row in rows}
+    records = [VectorRecord(chunk_id=cid, vector=unit(1, 0.5), terms={"chunk": 1}) for cid in many]
+    store.upsert(workspace_id=corpus.workspace.id, records=records, model_name=MODEL)
+    theirs = other_corpus.add("theirs", unit(1, 0))
+    assert store.point_ids(workspace_id=corpus.workspace.id) == many
+    assert store.point_ids(workspace_id=other_corpus.workspace.id) == {theirs}
+    gone = sorted(many)[:5]
+    store.delete(workspace_id=corpus.workspace.id, chunk_ids=gone)
+    assert store.point_ids(workspace_id=corpus.workspace.id) == many - set(gone)
+
+
 def test_vectors_of_another_model_are_not_mixed_in(store, corpus):
     corpus.add("old", unit(1, 0))
     hits = store.search(
