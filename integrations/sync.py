@@ -138,6 +138,8 @@ def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outco
 def _apply_listing(source: Source, items: list[Item], known: dict[str, int]) -> list[int]:
     """Documents for the listed objects; the ids of those to fetch. Unlisted documents are removed."""
     with transaction.atomic():
+        # What this sync did to each document, for its outcome (ingestion.sync): set below and when fetched.
+        source.documents.update(sync_outcome="")
         documents = {d.id: d for d in source.documents.all()}
         objects: dict[str, int] = {}
         to_fetch: list[int] = []
@@ -154,6 +156,7 @@ def _apply_listing(source: Source, items: list[Item], known: dict[str, int]) -> 
                 and document.chunks.exists()
             )
             if unchanged:
+                Document.objects.filter(id=document.id).update(sync_outcome="unchanged")
                 continue
             Document.objects.filter(id=document.id).update(status=Status.PENDING, error="", error_detail="")
             to_fetch.append(document.id)
@@ -251,12 +254,18 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
             "error_detail": "",
         }
         if content_hash == document.content_hash and document.chunks.exists():
-            Document.objects.filter(id=document.id).update(status=Status.DONE, **common)
+            Document.objects.filter(id=document.id).update(
+                status=Status.DONE, sync_outcome="unchanged", **common
+            )
             return Outcome()
         if not fetched.text.strip():
             return _document_failed(document, "This page has no text to index.", "empty after rendering")
         Document.objects.filter(id=document.id).update(
-            status=Status.INDEXING, text=fetched.text, content_hash=content_hash, **common
+            status=Status.INDEXING,
+            text=fetched.text,
+            content_hash=content_hash,
+            sync_outcome="changed" if document.content_hash else "added",
+            **common,
         )
         return Outcome(index=True)
 

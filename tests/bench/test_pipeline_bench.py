@@ -124,12 +124,23 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list
                 process.kill()
 
 
+def _message(line: str) -> str:
+    """A log line's message: workers log JSON lines (config/logging.py), whose message is the `event`."""
+    if line.startswith("{"):
+        try:
+            return str(json.loads(line).get("event", line))
+        except ValueError:
+            return line
+    return line
+
+
 def _where_time_goes(logs: list[Path]) -> dict:
     stages: dict[str, float] = {}
     counts = {"pages_timed": 0, "index_jobs": 0, "browser_launches": 0}
     tasks: dict[str, list[float]] = {}
     for log_path in logs:
         for line in log_path.read_text(errors="replace").splitlines():
+            line = _message(line)
             if found := _TIMING.search(line):
                 kind, values = found.group(1), json.loads(found.group(2))
                 if kind == "crawl":

@@ -20,11 +20,27 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def broker():
+    """Page jobs routed to a queue of this test's own: the session's real worker (started by earlier worker
+    tests) consumes `crawl`, and would take the messages this test reads."""
+    import uuid
+
+    from celery.app import routes
+
+    from config.celery import app
+
+    name = f"waves-{uuid.uuid4().hex[:8]}"
+    # The routing table the app built from CELERY_TASK_ROUTES, with page jobs sent to this test's queue.
+    table = {**settings.CELERY_TASK_ROUTES, "ingestion.tasks.crawl_*": {"queue": name}}
+    app.amqp._rtable = routes.prepare(table)
+    app.amqp.__dict__.pop("router", None)  # a cached property, built from the routing table
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    queue = f"{settings.REDIS_KEY_PREFIX}crawl"
-    client.delete(queue)
-    yield client, queue
-    client.delete(queue)
+    queue = f"{settings.REDIS_KEY_PREFIX}{name}"
+    try:
+        yield client, queue
+    finally:
+        client.delete(queue)
+        app.amqp.flush_routes()
+        app.amqp.__dict__.pop("router", None)
 
 
 def published(broker) -> list[dict]:

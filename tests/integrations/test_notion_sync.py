@@ -234,3 +234,26 @@ def test_the_api_adds_a_notion_source_and_the_outsider_sees_nothing(
     assert outsider_api.get(f"/api/v1/sources/{created.json()['id']}").status_code == 404
     stolen = outsider_api.post("/api/v1/sources", {**body, "agent": other_agent.id}, format="json")
     assert stolen.status_code == 400 and "connection" in stolen.json()["error"]["fields"]
+
+
+def test_a_scheduled_sync_of_a_notion_source_records_its_outcome_and_next_date(
+    workspace, handbook_source, notion, pages
+):
+    """The beat claims a due Notion source like a website; the connector's sync opens the sync record, so the
+    source shows when it last synced, what changed, and when it syncs next."""
+    from django.utils import timezone
+
+    from sources.models import Schedule
+
+    before = timezone.now()
+    Source.unscoped.filter(id=handbook_source.id).update(
+        schedule=Schedule.DAILY, next_sync_at=before - timezone.timedelta(seconds=1), last_synced_at=None
+    )
+    notion.edit_page(pages["handbook"], [block("paragraph", "Holidays: 30 days a year, from January.")])
+    assert [s.id for s in lifecycle.sync_due_sources()] == [handbook_source.id]
+    _outcome, indexed = run_sync(handbook_source)  # what the worker runs for the queued job
+    source = Source.unscoped.get(id=handbook_source.id)
+    assert indexed and source.status == Status.DONE
+    assert source.last_synced_at is not None and source.last_synced_at >= before
+    assert source.last_sync["changed"] >= 1 and source.last_sync["removed"] == 0, source.last_sync
+    assert source.next_sync_at > timezone.now() + timezone.timedelta(hours=23)
