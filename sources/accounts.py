@@ -10,9 +10,6 @@ be stopped at sign-in by a confirmation mail allauth has no address record to se
 
 from __future__ import annotations
 
-from typing import Any
-
-from allauth.account import stages
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.models import EmailAddress
 from allauth.account.utils import user_email, user_username
@@ -22,6 +19,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 
 ALLAUTH_VERIFICATION_STAGE = "allauth.account.stages.EmailVerificationStage"
+# Loaded by allauth by its dotted path (importing allauth's stages from here would be circular).
+VERIFICATION_STAGE = "sources.account_stages.EmailVerificationStage"
 
 
 def verified_emails(user: AbstractBaseUser) -> set[str]:
@@ -31,16 +30,6 @@ def verified_emails(user: AbstractBaseUser) -> set[str]:
         email = (getattr(user, "email", "") or "").strip().lower()
         return {email} if email else set()
     return {email.lower() for email, verified in records if verified}
-
-
-class EmailVerificationStage(stages.EmailVerificationStage):
-    """allauth's stage, except for accounts without any e-mail record (made by an operator)."""
-
-    def handle(self) -> tuple[Any, bool]:
-        user = self.login.user
-        if user is not None and not EmailAddress.objects.filter(user_id=user.pk).exists():
-            return None, True
-        return super().handle()
 
 
 INVITED_SESSION_KEY = "invited"
@@ -53,8 +42,8 @@ class AccountAdapter(DefaultAccountAdapter):
         return settings.ACCOUNT_SIGNUP_OPEN or bool(request.session.get(INVITED_SESSION_KEY))
 
     def get_login_stages(self) -> list[str]:
-        stage = f"{EmailVerificationStage.__module__}.{EmailVerificationStage.__qualname__}"
-        return [stage if path == ALLAUTH_VERIFICATION_STAGE else path for path in super().get_login_stages()]
+        stages = super().get_login_stages()
+        return [VERIFICATION_STAGE if path == ALLAUTH_VERIFICATION_STAGE else path for path in stages]
 
     def populate_username(self, request: HttpRequest, user: AbstractBaseUser) -> None:
         """The e-mail address is the username, as for accounts `create_workspace` makes, so people see one

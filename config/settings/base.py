@@ -117,7 +117,7 @@ LOGIN_REDIRECT_URL = "/app/"
 # --- Accounts (django-allauth; sources/accounts.py): people sign up with an e-mail address and a password,
 # confirm the address by a mailed link before they can sign in, and sign in with the address or a username
 # (accounts made by operators have usernames). Accounts an operator made without any e-mail record are
-# trusted as they are (sources.accounts.EmailVerificationStage).
+# trusted as they are (sources.account_stages).
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "allauth.account.auth_backends.AuthenticationBackend",
