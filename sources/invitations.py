@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import smtplib
 from datetime import timedelta
 
+import structlog
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -31,6 +33,7 @@ from sources.models import Invitation, Membership
 from sources.tenancy import workspace_scope
 
 Role = Membership.Role
+log = structlog.get_logger(__name__)
 
 
 class InvitationError(AccessError):
@@ -85,12 +88,19 @@ def invite(*, actor: Membership, email: str, role: str, base_url: str) -> Invita
             "link": link,
         }
         # Sent inside the transaction: if the mail server refuses, no invitation is left that nobody got.
-        send_mail(
-            subject=f"{settings.ACCOUNT_EMAIL_SUBJECT_PREFIX}Join {actor.workspace.name} on Grounded",
-            message=render_to_string("account/email/invitation.txt", context),
-            from_email=None,
-            recipient_list=[email],
-        )
+        try:
+            send_mail(
+                subject=f"{settings.ACCOUNT_EMAIL_SUBJECT_PREFIX}Join {actor.workspace.name} on Grounded",
+                message=render_to_string("account/email/invitation.txt", context),
+                from_email=None,
+                recipient_list=[email],
+            )
+        except (smtplib.SMTPException, OSError) as exc:
+            log.warning("invitation_mail_failed", workspace_id=actor.workspace_id, error=repr(exc))
+            raise AccessError(
+                "The invitation could not be mailed, so it was not saved. Try again later; if it keeps "
+                "failing, an operator should check the server's mail settings."
+            ) from exc
     return invitation
 
 

@@ -64,3 +64,14 @@ def test_refuses_a_taken_slug_a_bad_email_and_an_unknown_plan_before_creating_an
         create(name="Planned", owner_email="p@acme.example", plan="team")
     assert not Workspace.objects.filter(slug="planned").exists()
     assert not get_user_model().objects.filter(email="p@acme.example").exists()
+
+
+def test_an_owner_with_an_account_keeps_it_and_gets_no_password_link(owner):
+    from sources.models import Membership, Workspace
+    from sources.tenancy import workspace_scope
+
+    out, _ = create(name="Second", owner_email="OLIVIA@example.com")
+    assert "Set password:  none" in out and "/set-password/" not in out
+    workspace = Workspace.objects.get(slug="second")
+    with workspace_scope(workspace.id):
+        assert Membership.objects.get().user == owner

@@ -90,10 +90,14 @@ def test_password_reset_by_mail(client, owner):
     assert Client().login(username="olivia", password="a-new-passphrase-77")
 
 
-def test_the_pages_wear_the_products_look(client):
+def test_the_pages_wear_the_products_look(client, owner):
     for path in ("/accounts/login/", "/accounts/signup/", "/accounts/password/reset/"):
         page = client.get(path).content.decode()
         assert 'class="auth"' in page and "app/app.css" in page, path
+    client.force_login(owner)
+    for path in ("/accounts/email/", "/accounts/password/change/"):
+        response = client.get(path)
+        assert response.status_code == 200 and b'class="auth"' in response.content, path
 
 
 def test_sign_up_can_be_closed(client, settings):
@@ -102,3 +106,14 @@ def test_sign_up_can_be_closed(client, settings):
     client.post("/accounts/signup/", form)
     assert b"Sign-up is closed" in client.get("/accounts/signup/").content
     assert not mail.outbox
+
+
+def test_an_address_taken_by_an_existing_account_makes_no_second_account(client, owner):
+    from django.contrib.auth import get_user_model
+
+    form = {"email": "olivia@example.com", "password1": PASSWORD, "password2": PASSWORD}
+    client.post("/accounts/signup/", form)
+    assert get_user_model().objects.filter(email__iexact="olivia@example.com").count() == 1
+    # The address's owner is told by mail; the form tells nobody whether the address has an account.
+    (message,) = mail.outbox
+    assert message.to == ["olivia@example.com"] and "already" in message.body.lower()

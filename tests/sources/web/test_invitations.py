@@ -160,6 +160,16 @@ def test_an_existing_member_and_a_bad_address_are_refused(owner_client, workspac
     assert not mail.outbox and not Invitation.unscoped.exists()
 
 
+def test_a_mail_server_that_refuses_leaves_no_invitation(owner_client, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", 9, 2  # nothing listens
+    response = owner_client.post(
+        "/app/workspace/invitations/new", {"email": "nina@acme.example", "role": "member"}
+    )
+    assert response.status_code == 400 and b"could not be mailed" in response.content
+    assert not Invitation.unscoped.exists()
+
+
 def test_an_outsider_gets_404_on_every_invitation_endpoint(owner_client, workspace, outsider):
     invite(owner_client, "nina@acme.example")
     invitation = Invitation.unscoped.get(email="nina@acme.example")
