@@ -1,4 +1,4 @@
-"""Who may use a workspace: its members' roles and its API keys.
+"""Who may use a workspace and change it: its members' roles, its API keys, its settings.
 
 Rules, checked here rather than in views so every entry point obeys them (sources/invitations.py too):
 - owners and admins manage members and keys; members manage nothing;

@@ -271,3 +271,12 @@ def test_an_outsider_cannot_reach_the_settings_of_another_workspace(client, work
     client.force_login(outsider)
     page = client.get("/app/workspace/settings").content.decode()
     assert "Globex" in page and "Acme" not in page
+
+
+def test_operators_see_every_workspaces_invitations_in_the_admin(owner_client, client, django_user_model):
+    invite(owner_client, "nina@acme.example")
+    operator = django_user_model.objects.create_superuser("ops", "ops@example.com", "pw-for-tests-123")
+    admin = Client()
+    admin.force_login(operator)
+    page = admin.get("/admin/sources/invitation/")
+    assert page.status_code == 200 and b"nina@acme.example" in page.content
