@@ -100,7 +100,7 @@ def test_sign_up_verify_create_a_workspace_invite_and_accept(browser, live_serve
 
 def test_sign_in_and_the_settings_page(browser, live_server, sign_in, owner, workspace):
     page = sign_in(owner)
-    page.click("nav a[href=\"/app/workspace/settings\"]")
+    page.click('nav a[href="/app/workspace/settings"]')
     page.wait_for_url(f"{live_server.url}/app/workspace/settings")
     page.select_option("#id_default_schedule", "weekly")
     page.click("#workspace-general button[type=submit]")
