@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, reverse_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config import health, metrics
@@ -15,11 +15,15 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
+    # Sign-up, e-mail confirmation, sign-in and -out, password reset (django-allauth, templates/account/).
+    path("accounts/", include("allauth.urls")),
     # The one-time link `manage.py create_workspace` prints for the owner's first password.
     path(
         "set-password/<uidb64>/<token>/",
         auth_views.PasswordResetConfirmView.as_view(
-            template_name="set_password.html", success_url="/login/", post_reset_login=False
+            template_name="set_password.html",
+            success_url=reverse_lazy("account_login"),
+            post_reset_login=False,
         ),
         name="set-password",
     ),

@@ -1,6 +1,6 @@
-"""Who may use a workspace: its members' roles and its API keys.
+"""Who may use a workspace and change it: its members' roles, its API keys, its settings.
 
-Rules, checked here rather than in views so every entry point obeys them:
+Rules, checked here rather than in views so every entry point obeys them (sources/invitations.py too):
 - owners and admins manage members and keys; members manage nothing;
 - only an owner grants the owner role or changes or removes an owner;
 - a workspace always keeps at least one owner.
@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from sources.models import ApiKey, Membership
+from sources.models import ApiKey, Membership, Schedule, Workspace
 from sources.tenancy import workspace_scope
 
 Role = Membership.Role
@@ -27,22 +27,22 @@ class AccessError(Exception):
         self.message = message
 
 
-def _require_manager(actor: Membership) -> None:
+def require_manager(actor: Membership) -> None:
     if not actor.can_manage:
         raise AccessError("Only owners and admins can manage this workspace's members and keys.")
 
 
-def _require_owner_for(actor: Membership, *roles: str) -> None:
+def require_owner_for(actor: Membership, *roles: str) -> None:
     if Role.OWNER in roles and actor.role != Role.OWNER:
         raise AccessError("Only an owner can grant, change or remove the owner role.")
 
 
 def member_add(*, actor: Membership, identifier: str, role: str) -> Membership:
     """Add an existing account, found by username or email, with a role."""
-    _require_manager(actor)
+    require_manager(actor)
     if role not in Role.values:
         raise AccessError("Choose a role: owner, admin or member.")
-    _require_owner_for(actor, role)
+    require_owner_for(actor, role)
     identifier = identifier.strip()
     if not identifier:
         raise AccessError("Give the person's username or email.")
@@ -57,18 +57,18 @@ def member_add(*, actor: Membership, identifier: str, role: str) -> Membership:
 
 
 def member_set_role(*, actor: Membership, membership: Membership, role: str) -> None:
-    _require_manager(actor)
+    require_manager(actor)
     if role not in Role.values:
         raise AccessError("Choose a role: owner, admin or member.")
-    _require_owner_for(actor, role, membership.role)
+    require_owner_for(actor, role, membership.role)
     with workspace_scope(actor.workspace_id), transaction.atomic():
         _keep_an_owner(membership, leaving=role != Role.OWNER)
         Membership.objects.filter(id=membership.id).update(role=role)
 
 
 def member_remove(*, actor: Membership, membership: Membership) -> None:
-    _require_manager(actor)
-    _require_owner_for(actor, membership.role)
+    require_manager(actor)
+    require_owner_for(actor, membership.role)
     with workspace_scope(actor.workspace_id), transaction.atomic():
         _keep_an_owner(membership, leaving=True)
         Membership.objects.filter(id=membership.id).delete()
@@ -87,6 +87,19 @@ def _keep_an_owner(membership: Membership, *, leaving: bool) -> None:
 def api_key_revoke(*, actor: Membership, api_key: ApiKey) -> None:
     """A revoked key stops working at once (sources.api.auth checks revoked_at); the row stays so
     listings and the admin still show which key it was."""
-    _require_manager(actor)
+    require_manager(actor)
     with workspace_scope(actor.workspace_id):
         ApiKey.objects.filter(id=api_key.id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def workspace_update(*, actor: Membership, name: str, default_schedule: str) -> None:
+    """The workspace's name and the re-sync schedule new sources get unless their creator picks one
+    (ingestion.sync.schedule_for_new)."""
+    require_manager(actor)
+    name = name.strip()
+    if not name:
+        raise AccessError("Give the workspace a name.")
+    if default_schedule not in Schedule.values:
+        raise AccessError(f"Choose a schedule: {', '.join(Schedule.values)}.")
+    Workspace.objects.filter(id=actor.workspace_id).update(name=name[:200], default_schedule=default_schedule)
+    actor.workspace.name, actor.workspace.default_schedule = name[:200], default_schedule

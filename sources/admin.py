@@ -17,7 +17,16 @@ from django.utils import timezone
 
 from agents.services import workspace_delete
 from ingestion import lifecycle
-from sources.models import ACTIVE_STATUSES, ApiKey, Chunk, Document, Membership, Source, Workspace
+from sources.models import (
+    ACTIVE_STATUSES,
+    ApiKey,
+    Chunk,
+    Document,
+    Invitation,
+    Membership,
+    Source,
+    Workspace,
+)
 
 
 class UnscopedAdmin(admin.ModelAdmin):
@@ -50,6 +59,21 @@ class MembershipAdmin(UnscopedAdmin):
 class ApiKeyAdmin(UnscopedAdmin):
     list_display = ["prefix", "name", "workspace", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["prefix", "key_hash"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(UnscopedAdmin):
+    """Read-only: invitations are sent and revoked by the workspace's owners and admins (the members page)."""
+
+    list_display = ["email", "workspace", "role", "created_at", "expires_at", "accepted_at", "revoked_at"]
+    list_filter = ["role"]
+    search_fields = ["email", "workspace__name"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Invitation | None = None) -> bool:
+        return False
 
 
 @admin.action(description="Reindex (chunk and embed again from what is kept)")

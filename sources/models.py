@@ -66,6 +66,31 @@ class Membership(TenantModel):
         return self.role in (self.Role.OWNER, self.Role.ADMIN)
 
 
+class Invitation(TenantModel):
+    """An owner's or admin's invitation of an e-mail address to the workspace, with a role
+    (sources/invitations.py). The link's token is mailed once; only its hash is kept, like an API key's."""
+
+    email = models.EmailField()
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["email"], name="invitation_email")]
+
+    def __str__(self) -> str:
+        return f"{self.email} as {self.role}"
+
+
 class ApiKey(TenantModel):
     """A workspace's key for the REST API. Only a hash is stored; the key is shown once, at creation.
 

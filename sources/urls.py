@@ -1,21 +1,35 @@
-from django.contrib.auth import views as auth_views
+from allauth.account import views as account_views
 from django.urls import path
 from django.views.generic import RedirectView
 
 from sources.web.views import access as access_views
 from sources.web.views import agents as agent_views
 from sources.web.views import integrations as integration_views
+from sources.web.views import invitations as invitation_views
+from sources.web.views import settings as settings_views
 from sources.web.views import sources as views
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/app/", permanent=False)),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="login.html", redirect_authenticated_user=True),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Sign-in moved to allauth's /accounts/login/; old links and bookmarks still get there.
+    path("login/", RedirectView.as_view(pattern_name="account_login", query_string=True), name="login"),
+    path("logout/", account_views.logout, name="logout"),
     path("app/", agent_views.app_home, name="app-home"),
+    path("app/welcome", invitation_views.welcome, name="app-welcome"),
+    path("app/workspaces/new", invitation_views.workspace_new, name="app-workspace-new"),
+    path("invitations/<str:token>/", invitation_views.invitation_page, name="invitation"),
+    path(
+        "app/invitations/<int:invitation_id>/accept",
+        invitation_views.invitation_accept,
+        name="app-invitation-accept",
+    ),
+    path("app/workspace/invitations/new", access_views.invitation_new, name="app-invitation-new"),
+    path(
+        "app/workspace/invitations/<int:invitation_id>/revoke",
+        access_views.invitation_revoke,
+        name="app-invitation-revoke",
+    ),
+    path("app/workspace/settings", settings_views.workspace_settings, name="app-workspace-settings"),
     path("app/workspace", agent_views.workspace_switch, name="app-workspace-switch"),
     path("app/workspace/people", access_views.workspace_page, name="app-workspace"),
     path("app/workspace/members/add", access_views.member_add, name="app-member-add"),
@@ -27,11 +41,11 @@ urlpatterns = [
     ),
     path("app/workspace/keys/new", access_views.api_key_new, name="app-api-key-new"),
     path(
-        "app/workspace/visitor-secret", access_views.visitor_secret_reveal, name="app-visitor-secret-reveal"
+        "app/workspace/visitor-secret", settings_views.visitor_secret_reveal, name="app-visitor-secret-reveal"
     ),
     path(
         "app/workspace/visitor-secret/rotate",
-        access_views.visitor_secret_rotate,
+        settings_views.visitor_secret_rotate,
         name="app-visitor-secret-rotate",
     ),
     path("app/workspace/keys/<int:key_id>/revoke", access_views.api_key_revoke, name="app-api-key-revoke"),

@@ -29,3 +29,6 @@ FIELD_ENCRYPTION_DERIVED_KEY_ALLOWED = False
 # quality (unnamed authenticators, a duplicated component name), not the deployment's security, and the
 # schema is generated and served in tests. They are listed in the deployment notes for the API's owners.
 SPECTACULAR_SETTINGS = {**SPECTACULAR_SETTINGS, "ENABLE_DJANGO_DEPLOY_CHECK": False}  # noqa: F405
+# Mail (sign-up confirmations, password resets, invitations) goes to the SMTP server in EMAIL_HOST,
+# EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL (read in base.py).
+EMAIL_BACKEND = env("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")

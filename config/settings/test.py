@@ -17,6 +17,10 @@ REDIS_KEY_PREFIX = f"t{TEST_RUN_ID}:"
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Mail stays in django.core.mail.outbox, where the tests read confirmation links and invitations.
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# allauth's per-address and per-IP limits would trip over a suite that signs up many people from 127.0.0.1.
+ACCOUNT_RATE_LIMITS = False
 # Tests use their own Redis databases, so they never see a running dev server's queues or cache, and
 # clearing the cache between tests cannot drop the broker's queue bindings.
 _redis_server = env("REDIS_URL", default="redis://127.0.0.1:63799/0").rsplit("/", 1)[0]

@@ -1,5 +1,5 @@
-"""The workspace's visitor-token secret on the workspace page: owners reveal it on demand and rotate it; the
-old secret keeps verifying tokens for the grace period; admins and members never see it."""
+"""The workspace's visitor-token secret on the workspace settings page: owners reveal it on demand and rotate
+it; the old secret keeps verifying tokens for the grace period; admins and members never see it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 def test_the_secret_is_shown_only_on_an_owners_request(client, workspace, owner):
     client.force_login(owner)
-    page = client.get("/app/workspace/people").content.decode()
+    page = client.get("/app/workspace/settings").content.decode()
     assert workspace.visitor_secret not in page and "Reveal secret" in page
     revealed = client.post("/app/workspace/visitor-secret")
     assert revealed.status_code == 200 and revealed["Cache-Control"] == "no-store"
@@ -26,7 +26,7 @@ def test_admins_and_members_can_neither_see_nor_rotate_it(client, workspace, rol
     client.force_login(make_member(workspace, f"someone-{role}", role))
     assert client.post("/app/workspace/visitor-secret").status_code == 403
     assert client.post("/app/workspace/visitor-secret/rotate").status_code == 403
-    page = client.get("/app/workspace/people").content.decode()
+    page = client.get("/app/workspace/settings").content.decode()
     assert workspace.visitor_secret not in page and "Only owners" in page
     assert Workspace.objects.get(id=workspace.id).visitor_secret == workspace.visitor_secret
 

@@ -42,18 +42,36 @@ def test_creates_the_owner_a_one_time_password_link_and_a_working_api_key():
         form_page.redirect_chain[-1][0],
         {"new_password1": "a-long-new-passphrase-1", "new_password2": "a-long-new-passphrase-1"},
     )
-    assert done.status_code == 302 and done["Location"] == "/login/"
+    assert done.status_code == 302 and done["Location"] == "/accounts/login/"
     assert browser.login(username="olivia@acme.example", password="a-long-new-passphrase-1")
     # The link works once: the token depends on the password it has just set.
     again = Client(HTTP_HOST="localhost").get(link.removeprefix("https://g.acme.example"), follow=True)
     assert b"has been used or has expired" in again.content
 
 
-def test_refuses_a_taken_slug_and_a_bad_email_and_says_plans_are_not_stored():
+def test_refuses_a_taken_slug_a_bad_email_and_an_unknown_plan_before_creating_anything():
+    from django.contrib.auth import get_user_model
+
+    from sources.models import Workspace
+
     create(name="Acme", owner_email="a@acme.example")
     with pytest.raises(CommandError, match="exists already"):
         create(name="Acme", owner_email="b@acme.example")
     with pytest.raises(CommandError, match="not an email"):
         create(name="Other", owner_email="nobody")
-    _, err = create(name="Planned", owner_email="p@acme.example", plan="team")
-    assert "not stored yet" in err
+    # This version has no plans, so every plan name is unknown; nothing is left half made.
+    with pytest.raises(CommandError, match="No such plan: 'team'"):
+        create(name="Planned", owner_email="p@acme.example", plan="team")
+    assert not Workspace.objects.filter(slug="planned").exists()
+    assert not get_user_model().objects.filter(email="p@acme.example").exists()
+
+
+def test_an_owner_with_an_account_keeps_it_and_gets_no_password_link(owner):
+    from sources.models import Membership, Workspace
+    from sources.tenancy import workspace_scope
+
+    out, _ = create(name="Second", owner_email="OLIVIA@example.com")
+    assert "Set password:  none" in out and "/set-password/" not in out
+    workspace = Workspace.objects.get(slug="second")
+    with workspace_scope(workspace.id):
+        assert Membership.objects.get().user == owner

@@ -13,7 +13,8 @@ GLOBAL_MODELS = {
     Workspace: "the tenant itself",
     get_user_model(): "a person can belong to several workspaces (through Membership)",
 }
-FRAMEWORK_APPS = {"admin", "auth", "contenttypes", "sessions"}
+# allauth's "account" app holds a person's e-mail addresses, which belong to the person like their user row.
+FRAMEWORK_APPS = {"admin", "auth", "contenttypes", "sessions", "account"}
 
 
 def project_models():

@@ -2,10 +2,12 @@
 
 The owner gets no password here: the command prints a one-time link to set one (Django's password-reset
 token: it stops working once used, since it depends on the password, and after PASSWORD_RESET_TIMEOUT).
-The API key is printed once; only its hash is kept.
+The API key is printed once; only its hash is kept. An owner who already has an account (signed up, or
+owns another workspace) keeps it and gets no link.
 """
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -16,9 +18,8 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.text import slugify
 
-from sources.models import Membership, Workspace
-from sources.services import api_key_create
-from sources.tenancy import workspace_scope
+from sources.models import Workspace
+from sources.services import api_key_create, workspace_create
 
 
 class Command(BaseCommand):
@@ -31,9 +32,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--base-url", default="http://localhost:8000", help="The site's public address, for the link."
         )
-        parser.add_argument(
-            "--plan", default="", help="Accepted for scripts written ahead of plans; not stored yet."
-        )
+        parser.add_argument("--plan", default="", help="The workspace's plan, by name.")
 
     def handle(self, *args: object, **options: str) -> None:
         name, email = options["name"].strip(), options["owner_email"].strip().lower()
@@ -46,27 +45,33 @@ class Command(BaseCommand):
             raise CommandError("Give the workspace a name with at least one letter or digit.")
         if Workspace.objects.filter(slug=slug).exists():
             raise CommandError(f"A workspace with the slug {slug!r} exists already; pass another --slug.")
+        if options["plan"]:
+            # Checked before anything is created. This version has no plans to look the name up in.
+            raise CommandError(f"No such plan: {options['plan']!r} (this version has no plans yet).")
         users = get_user_model()
         with transaction.atomic():
-            workspace = Workspace.objects.create(name=name[:200], slug=slug[:80])
-            owner = users.objects.filter(username=email).first()
+            owner = users.objects.filter(username__iexact=email).first()
+            owner = owner or users.objects.filter(email__iexact=email).order_by("id").first()
             if owner is None:
                 owner = users.objects.create_user(email, email)  # no usable password until the link is used
-            with workspace_scope(workspace.id):
-                Membership.objects.create(user=owner, role=Membership.Role.OWNER)
+            workspace = workspace_create(name=name, owner=owner, slug=slug[:80])
             _api_key, raw_key = api_key_create(workspace=workspace, name="created with the workspace")
+        if owner.has_usable_password():
+            link = "none: the account has a password already; the owner signs in as usual\n"
+        else:
+            link = self._set_password_link(owner, options["base_url"])
+            link += "\n               (works once; open it before anyone else can)\n"
+        self.stdout.write(
+            f"Workspace:     {workspace.name} ({workspace.slug})\n"
+            f"Owner:         {owner.username} (sign in with this email or username)\n"
+            f"Set password:  {link}"
+            f"API key:       {raw_key}\n"
+            f"               (shown only now; create more in the web UI or with create_api_key)\n"
+        )
+
+    def _set_password_link(self, owner: AbstractBaseUser, base_url: str) -> str:
         uid = urlsafe_base64_encode(force_bytes(owner.pk))
         path = reverse(
             "set-password", kwargs={"uidb64": uid, "token": default_token_generator.make_token(owner)}
         )
-        link = options["base_url"].rstrip("/") + path
-        self.stdout.write(
-            f"Workspace:     {workspace.name} ({workspace.slug})\n"
-            f"Owner:         {email} (sign in with this email as the username)\n"
-            f"Set password:  {link}\n"
-            f"               (works once; open it before anyone else can)\n"
-            f"API key:       {raw_key}\n"
-            f"               (shown only now; create more in the web UI or with create_api_key)\n"
-        )
-        if options["plan"]:
-            self.stderr.write(f"Note: plans are not stored yet; --plan {options['plan']!r} was ignored.")
+        return base_url.rstrip("/") + path

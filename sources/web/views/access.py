@@ -1,19 +1,19 @@
-"""The workspace page: members and their roles, API keys. Everyone in the workspace sees it; owners and
-admins change it (sources.access holds the rules). Rows of another workspace answer 404."""
+"""The workspace page: members and their roles, pending invitations, API keys. Everyone in the workspace sees
+it; owners and admins change it (sources.access holds the rules). Rows of another workspace answer 404."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from sources import access, services
-from sources.models import ApiKey, Membership
+from sources import access, invitations, services
+from sources.models import ApiKey, Invitation, Membership
 from sources.tenancy import workspace_scope
 from sources.web.decorators import forbidden
 from sources.web.lookups import current_membership
@@ -31,18 +31,17 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
     with workspace_scope(membership.workspace_id):
         members = list(Membership.objects.select_related("user").order_by("user__username"))
         keys = list(ApiKey.objects.order_by("revoked_at", "-created_at"))
-    workspace = membership.workspace
-    expires = workspace.previous_visitor_secret_expires_at
     context = layout(
         request,
         membership,
-        grace_until=expires
-        if workspace.previous_visitor_secret and expires and expires > timezone.now()
-        else None,
         page="workspace",
         members=members,
         keys=keys,
         roles=Membership.Role.choices,
+        invitations=invitations.pending_invitations(workspace_id=membership.workspace_id)
+        if membership.can_manage
+        else [],
+        invitation_days=invitation_days(),
         **extra,
     )
     return render(request, "app/workspace.html", context, status=status)
@@ -151,39 +150,37 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     return _change(request, actor, revoke)
 
 
-def _owner(request: HttpRequest) -> Membership | None:
-    """The visitor-token secret lets its holder grant any audience: owners only."""
+@login_required
+@require_POST
+def invitation_new(request: HttpRequest) -> HttpResponse:
     actor = _membership(request)
-    return actor if actor.role == Membership.Role.OWNER else None
+
+    def send() -> str:
+        email, role = request.POST.get("email", ""), request.POST.get("role", "")
+        base_url = settings.PUBLIC_BASE_URL or request.build_absolute_uri("/")
+        sent = invitations.invite(actor=actor, email=email, role=role, base_url=base_url)
+        role_name = sent.get_role_display().lower()
+        return f"Invited {sent.email} as {role_name}; the link works for {invitation_days()}."
+
+    return _change(request, actor, send)
 
 
 @login_required
 @require_POST
-def visitor_secret_reveal(request: HttpRequest) -> HttpResponse:
-    actor = _owner(request)
-    if actor is None:
-        return forbidden(request)
-    # Rendered, not redirected, and not cached: the secret is shown on this one answer only.
-    response = _page(request, actor, visitor_secret=actor.workspace.visitor_secret)
-    response["Cache-Control"] = "no-store"
-    return response
+def invitation_revoke(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    actor = _membership(request)
+    with workspace_scope(actor.workspace_id):
+        invitation = Invitation.objects.filter(id=invitation_id).first()
+    if invitation is None:
+        raise Http404("No such invitation.")
+
+    def revoke() -> str:
+        invitations.invitation_revoke(actor=actor, invitation=invitation)
+        return f"Withdrew the invitation of {invitation.email}; its link no longer works."
+
+    return _change(request, actor, revoke)
 
 
-@login_required
-@require_POST
-def visitor_secret_rotate(request: HttpRequest) -> HttpResponse:
-    from agents.visitor import rotate_visitor_secret
-
-    actor = _owner(request)
-    if actor is None:
-        return forbidden(request)
-    workspace = rotate_visitor_secret(workspace=actor.workspace)
-    until = workspace.previous_visitor_secret_expires_at
-    messages.success(
-        request,
-        f"New visitor-token secret made. Tokens signed with the old one work until "
-        f"{until:%Y-%m-%d %H:%M} UTC; give your site the new secret before then.",
-    )
-    response = _page(request, actor, visitor_secret=workspace.visitor_secret)
-    response["Cache-Control"] = "no-store"
-    return response
+def invitation_days() -> str:
+    days = settings.INVITATION_EXPIRY_DAYS
+    return f"{days} day" if days == 1 else f"{days} days"

@@ -30,7 +30,7 @@ from sources.web.views.common import layout
 def app_home(request: HttpRequest) -> HttpResponse:
     membership = current_membership(request)
     if membership is None:
-        return render(request, "app/no_workspace.html", status=403)
+        return redirect("app-welcome")  # create a workspace or accept an invitation
     overview = presenters.agents_overview(membership.workspace_id)
     return render(request, "app/home.html", layout(request, membership, overview=overview))
 

@@ -68,7 +68,7 @@ def sign_in(browser, live_server):
         page.set_default_timeout(15000)
         page.goto(f"{live_server.url}/app/")
         assert "/login/" in page.url
-        page.fill("input[name=username]", user.username)
+        page.fill("input[name=login]", user.username)
         page.fill("input[name=password]", PASSWORD)
         page.click("button[type=submit]")
         page.wait_for_url(f"{live_server.url}/app/")

@@ -100,7 +100,7 @@ def test_another_workspace_gets_404_for_every_page_and_action(client, outsider, 
 
 def test_signed_out_visitors_are_sent_to_sign_in(client, agent):
     response = client.get(f"/app/agents/{agent.id}/sources")
-    assert response.status_code == 302 and response.url.startswith("/login/")
+    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
     assert client.post(f"/app/agents/{agent.id}/sources/add", {"kind": "text"}).status_code == 302
 
 
