@@ -110,10 +110,15 @@ def test_an_uploads_stage_shows_live_the_columns_stay_and_toasts_leave_the_butto
         toast = page.locator(".toasts .flash-msg").last
         expect(toast).to_be_visible()
         box = page.locator(".toasts").bounding_box()
-        for button in page.locator("#source-rows .row-actions :is(a, button)").all():
-            target = button.bounding_box()
-            if target and target["y"] + target["height"] > 0 and target["y"] < 900:
-                assert not overlaps(box, target), (box, target)
+        buttons = page.evaluate(  # at one moment: the live refresh redraws rows meanwhile
+            """() => Array.from(document.querySelectorAll('#source-rows .row-actions :is(a, button)'), b => {
+                 const r = b.getBoundingClientRect();
+                 return {x: r.x, y: r.y, width: r.width, height: r.height}; })"""
+        )
+        on_screen = [b for b in buttons if b["y"] + b["height"] > 0 and b["y"] < 900]
+        assert on_screen
+        for target in on_screen:
+            assert not overlaps(box, target), (box, target)
         assert page.locator(".toasts").evaluate("t => getComputedStyle(t).pointerEvents") == "none"
 
 
