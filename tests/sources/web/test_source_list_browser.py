@@ -122,7 +122,16 @@ def test_an_uploads_stage_shows_live_the_columns_stay_and_toasts_leave_the_butto
         assert page.locator(".toasts").evaluate("t => getComputedStyle(t).pointerEvents") == "none"
 
 
-def test_the_tabs_fit_a_phone(sign_in, owner, agent):
+def test_the_tabs_fit_a_phone_and_titles_keep_room_on_a_small_laptop(sign_in, owner, workspace, agent):
+    with workspace_scope(workspace.id):
+        Source.objects.create(agent=agent, kind="text", title="Returns policy", status="done", chunks_count=2)
+    laptop = sign_in(owner, width=1024, height=768)
+    laptop.goto(laptop.url + f"agents/{agent.id}/sources")
+    widths = laptop.evaluate(
+        "Array.from(document.querySelectorAll('#sources-table th'), (th) => th.offsetWidth)"
+    )
+    assert widths[1] >= 180, widths  # the source's column; the table scrolls sideways before it shrinks more
+
     page = sign_in(owner, width=375, height=800)
     page.goto(page.url + f"agents/{agent.id}/sources")
     tabs = page.locator(".tabs a")
