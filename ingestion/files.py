@@ -16,6 +16,7 @@ import mimetypes
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -53,8 +54,9 @@ def store_original(source: Source, upload: File) -> tuple[str, str]:
     return saved, digest.hexdigest()
 
 
-def parse_original(source: Source) -> list[Segment]:
-    """Parse the stored original in an isolated child process (time and memory limits)."""
+def parse_original(source: Source, *, on_progress: Callable[[dict], None] | None = None) -> list[Segment]:
+    """Parse the stored original in an isolated child process (time and memory limits); `on_progress`
+    hears where the parser has got to (ingestion.parsers.base.report_progress)."""
     from ingestion.parsers.isolation import parse_file_isolated
 
     path = source.state.get("storage_path", "")
@@ -69,6 +71,7 @@ def parse_original(source: Source) -> list[Segment]:
             source.config.get("filename", local.name),
             timeout_s=settings.UPLOAD_PARSE_TIMEOUT,
             memory_mb=settings.UPLOAD_PARSE_MEMORY_MB,
+            on_progress=on_progress,
         )
 
 

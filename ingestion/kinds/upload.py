@@ -92,7 +92,7 @@ class UploadKind(SourceKind):
 
 def upload_index(*, source: Source) -> None:
     """Parse (first time) or reload segments (reindex), then index every document."""
-    from ingestion.indexing import document_index, source_refresh_status
+    from ingestion.indexing import Progress, document_index, source_refresh_status
 
     with workspace_scope(source.workspace_id):
         claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
@@ -103,11 +103,13 @@ def upload_index(*, source: Source) -> None:
         )
         if claimed != 1:
             return
+        progress = Progress(source.id)
+        progress.clear()  # a previous run's stage is not this one's
         try:
             if source.state.get("parsed"):
                 segments = load_segments(source)
             else:
-                segments = parse_original(source)
+                segments = parse_original(source, on_progress=progress.reported)
                 save_segments(source, segments)
                 state = {**source.state, "parsed": True, "segments": len(segments)}
                 if segments and all("row" in segment.meta for segment in segments):
@@ -119,7 +121,8 @@ def upload_index(*, source: Source) -> None:
             _fail(source, REUPLOAD_NEEDED, str(exc), reupload=True)
             return
         except ParseError as exc:
-            _fail(source, exc.message, f"{exc.reason}: {exc.detail}")
+            # Reading the same file again would fail the same way: only a new version helps.
+            _fail(source, exc.message, f"{exc.reason}: {exc.detail}", new_file=True)
             return
         except SoftTimeLimitExceeded:
             raise  # the task's time limit: the task decides what a timeout means
@@ -130,9 +133,10 @@ def upload_index(*, source: Source) -> None:
             return
         documents = documents_from_segments(source, segments)
         if not documents:
-            _fail(source, "We found no text in this file.", "every segment was empty")
+            _fail(source, "We found no text in this file.", "every segment was empty", new_file=True)
             return
-        for document in documents:
+        for number, document in enumerate(documents, start=1):
+            progress("embedding", number, len(documents))
             document_index(document=document)
         source_refresh_status(source_id=source.id)
 
@@ -169,8 +173,9 @@ def documents_from_segments(source: Source, segments: Iterable[Segment]) -> list
         return Document.objects.bulk_create(documents)
 
 
-def _fail(source: Source, message: str, detail: str, reupload: bool = False) -> None:
-    state = {**source.state, "reupload_needed": reupload}
+def _fail(source: Source, message: str, detail: str, reupload: bool = False, new_file: bool = False) -> None:
+    state = {**source.state, "reupload_needed": reupload, "new_file_needed": new_file}
+    state.pop("progress", None)
     Source.objects.filter(id=source.id).update(
         status=Status.FAILED, error=message[:500], error_detail=detail, state=state
     )

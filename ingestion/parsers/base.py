@@ -6,7 +6,9 @@ segments (`parse`). The registry asks every parser for its score and tries the b
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -104,3 +106,28 @@ def extension(filename: str) -> str:
     """The lower-case extension without the dot; the name is only a hint, never a path."""
     base = filename.replace("\\", "/").rsplit("/", 1)[-1]
     return base.rsplit(".", 1)[-1].lower() if "." in base else ""
+
+
+# Where a long parse has got to ("page 3 of 15"), for the sources page. The isolated child writes it to the
+# file its parent names in this variable; the parent passes it on (ingestion.parsers.isolation). One small
+# file write a second at most, besides the first and last page of each stage; nothing at all when no one
+# asked for it (parsing in-process, tests).
+PROGRESS_ENV = "GROUNDED_PARSE_PROGRESS"
+PROGRESS_EVERY_S = 1.0
+_last_report: tuple[float, str] = (-PROGRESS_EVERY_S, "")
+
+
+def report_progress(stage: str, done: int = 0, total: int = 0) -> None:
+    global _last_report
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return
+    now = time.monotonic()
+    last_at, last_stage = _last_report
+    if stage == last_stage and done != total and now - last_at < PROGRESS_EVERY_S:
+        return
+    _last_report = (now, stage)
+    partial = f"{path}.part"
+    with open(partial, "w") as out:
+        json.dump({"stage": stage, "done": done, "total": total}, out)
+    os.replace(partial, path)  # the parent never reads half a file

@@ -11,18 +11,26 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
+import logging
 import os
 import pickle
 import resource
 import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ingestion.parsers.base import ParseError, ParseOptions, Segment
+from ingestion.parsers.base import PROGRESS_ENV, ParseError, ParseOptions, Segment
+
+log = logging.getLogger(__name__)
 
 MEGABYTE = 1024 * 1024
+PROGRESS_POLL_S = 1.0  # how often the parent looks at the child's progress file
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -67,11 +75,30 @@ def run_isolated(
     *args: Any,
     timeout_s: float,
     memory_mb: int | None,
+    on_progress: Callable[[dict], None] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """Call `module:function` in a child and return its result, or raise ParseError for a bad outcome."""
-    env = {**os.environ, "OMP_THREAD_LIMIT": "1", "PYTHONPATH": str(REPO_ROOT)}
+    """Call `module:function` in a child and return its result, or raise ParseError for a bad outcome.
+    `on_progress` gets what the child reports with report_progress(), checked once a second."""
     # Tesseract's OpenMP threads each reserve address space and fight over two cores for nothing.
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1", "PYTHONPATH": str(REPO_ROOT)}
+    with tempfile.TemporaryDirectory() as workdir:
+        progress_file = Path(workdir) / "progress.json" if on_progress else None
+        if progress_file:
+            env[PROGRESS_ENV] = str(progress_file)
+        return _run_child(target, args, kwargs, env, timeout_s, memory_mb, progress_file, on_progress)
+
+
+def _run_child(
+    target: str,
+    args: tuple,
+    kwargs: dict,
+    env: dict,
+    timeout_s: float,
+    memory_mb: int | None,
+    progress_file: Path | None,
+    on_progress: Callable[[dict], None] | None,
+) -> Any:
     process = subprocess.Popen(
         [sys.executable, "-m", "ingestion.parsers.isolation"],
         stdin=subprocess.PIPE,
@@ -84,7 +111,8 @@ def run_isolated(
     outcome: tuple[str, Any] | None = None
     timed_out = False
     try:
-        stdout, _ = process.communicate(pickle.dumps((target, args, kwargs)), timeout=timeout_s)
+        call = pickle.dumps((target, args, kwargs))
+        stdout = _communicate(process, call, timeout_s, progress_file, on_progress)
         if stdout:
             with contextlib.suppress(pickle.UnpicklingError, EOFError, ValueError):
                 outcome = pickle.loads(stdout)  # noqa: S301 - our own child's answer
@@ -131,6 +159,38 @@ def run_isolated(
     )
 
 
+def _communicate(
+    process: subprocess.Popen,
+    payload: bytes,
+    timeout_s: float,
+    progress_file: Path | None,
+    on_progress: Callable[[dict], None] | None,
+) -> bytes:
+    """The child's stdout; with a progress file, waits a second at a time and passes on what changed
+    (communicate() may be called again after its timeout without losing output)."""
+    if progress_file is None or on_progress is None:
+        return process.communicate(payload, timeout=timeout_s)[0]
+    deadline = time.monotonic() + timeout_s
+    sent: bytes | None = payload
+    seen = b""
+    while True:
+        try:
+            wait = max(0.01, min(PROGRESS_POLL_S, deadline - time.monotonic()))
+            return process.communicate(sent, timeout=wait)[0]
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+        sent = None  # already on its way
+        with contextlib.suppress(OSError):
+            report = progress_file.read_bytes()
+            if report and report != seen:
+                seen = report
+                try:
+                    on_progress(json.loads(report))
+                except Exception:  # progress is a courtesy: it never stops a parse
+                    log.warning("passing on parse progress failed", exc_info=True)
+
+
 def parse_file_isolated(
     path: Path,
     filename: str,
@@ -138,6 +198,7 @@ def parse_file_isolated(
     timeout_s: float = 300.0,
     memory_mb: int | None = 2048,
     options: ParseOptions | None = None,
+    on_progress: Callable[[dict], None] | None = None,
 ) -> list[Segment]:
     """`parse_file` in a child process with a time limit and an address-space limit.
 
@@ -151,6 +212,7 @@ def parse_file_isolated(
         options=options,
         timeout_s=timeout_s,
         memory_mb=memory_mb,
+        on_progress=on_progress,
     )
 
 

@@ -22,6 +22,7 @@ from ingestion.parsers.base import (
     Segment,
     corrupt,
     password_protected,
+    report_progress,
 )
 from ingestion.parsers.pdf_layout import (
     Box,
@@ -134,7 +135,8 @@ def _pdfminer_pages(
         return {}
     found: dict[int, tuple[list[dict] | None, list[Box]]] = {}
     with pdf:
-        for index in wanted:
+        for position, index in enumerate(wanted):
+            report_progress("tables", position + 1, len(wanted))
             page = pdf.pages[index]
             words = None
             if readings[index].needs_pdfminer:
@@ -158,6 +160,7 @@ def _read_pages(path: Path) -> list[PageReading]:
     readings = []
     try:
         for index in range(len(document)):
+            report_progress("parsing", index + 1, len(document))
             page = document[index]
             try:
                 readings.append(read_page(page))
@@ -221,9 +224,11 @@ class PdfParser(Parser):
                 final=True,
             )
         segments = []
+        ocr_order = {index: n for n, index in enumerate(sorted(reasons), start=1)}
         for index, page in enumerate(pages):
             meta: dict = {"page": index + 1}
             if index in reasons:
+                report_progress("ocr", ocr_order[index], len(reasons))
                 text = ocr.page_text(path, index).strip()
                 meta.update(ocr=True, ocr_reason=reasons[index])
             else:

@@ -72,7 +72,11 @@ def source_row(source: Source) -> dict[str, Any]:
         "updated_at": updated_at,
         "updated_ago": _ago(updated_at),
         "recrawlable": kind.resyncable,
+        **resync_wording(kind),
         "reupload_needed": bool(source.state.get("reupload_needed")),
+        "new_file_needed": bool(source.state.get("new_file_needed")),
+        "reindexable": reindex_helps(source),
+        "stage": stage_label(source, kind.unit),
         # The kind's own word: "3 sections done" for a file, "1 text" for pasted text, "12 items" for a feed.
         "unit_one": kind.unit[0],
         "unit_many": kind.unit[1],
@@ -90,6 +94,8 @@ def source_row(source: Source) -> dict[str, Any]:
                 source.notice,
                 source.title,
                 source.state.get("reupload_needed"),
+                source.state.get("new_file_needed"),
+                source.state.get("progress"),
                 source.schedule,
                 source.paused,
                 source.hidden_while_paused,
@@ -98,6 +104,54 @@ def source_row(source: Source) -> dict[str, Any]:
             )
         ),
     }
+
+
+def reindex_helps(source: Source) -> bool:
+    """Whether Reindex (chunk and embed again from the kept text) can do anything for this source: not for a
+    file whose text is gone or that could not be read (only a new upload helps), nor for fetched pages when
+    no page was ever fetched (there is no text to reindex; the row says why they failed)."""
+    if source.state.get("reupload_needed") or source.state.get("new_file_needed"):
+        return False
+    if get_kind(source.kind).fetches_pages:
+        return source.pages_done > 0 or source.chunks_count > 0
+    return True
+
+
+def resync_wording(kind: Any) -> dict[str, str]:
+    """The row's button that fetches a source again: "Recrawl" for web pages, "Sync now" for a connector."""
+    if kind.fetches_pages:
+        return {
+            "resync_label": "Recrawl",
+            "resync_help": "Fetch the pages again now: new and changed pages are indexed, unchanged ones are "
+            "kept, removed ones are dropped. Scheduled syncs do the same on their own.",
+        }
+    return {
+        "resync_label": "Sync now",
+        "resync_help": f"Fetch it again from {kind.label} now: changed documents are indexed, unchanged ones "
+        "are kept, removed ones are dropped. Scheduled syncs do the same on their own.",
+    }
+
+
+STAGES = {
+    # stage -> what the row says with counts, and without (the total not known yet).
+    "parsing": ("Reading page {done} of {total}", "Reading the file\u2026"),
+    "tables": ("Reading tables, page {done} of {total}", "Reading tables\u2026"),
+    "ocr": ("Recognising text (OCR), page {done} of {total}", "Recognising text (OCR)\u2026"),
+    "embedding": ("Embedding {unit} {done} of {total}", "Embedding\u2026"),
+}
+
+
+def stage_label(source: Source, unit: tuple[str, str]) -> str:
+    """Where a long job has got to ("Reading page 3 of 15"), written into Source.state["progress"] by the
+    parser and the indexer while the source is in flight; nothing once it has finished."""
+    progress = source.state.get("progress")
+    if source.status not in ACTIVE_STATUSES or not isinstance(progress, dict):
+        return ""
+    counted, uncounted = STAGES.get(str(progress.get("stage")), ("", ""))
+    done, total = int(progress.get("done") or 0), int(progress.get("total") or 0)
+    if not total:
+        return uncounted
+    return counted.format(done=done, total=total, unit=unit[0])
 
 
 def freshness(source: Source, *, resyncable: bool) -> dict[str, Any]:

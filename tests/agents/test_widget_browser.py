@@ -265,3 +265,73 @@ def test_a_models_streamed_markdown_is_rendered_and_its_html_is_not(
     assert "<script>window.pwned=1</script>" in answer.inner_text()
     assert page.evaluate("window.pwned") is None
     page.close()
+
+
+def test_passages_are_shown_only_when_the_answer_carries_them_and_only_as_text(
+    browser, host_site, workspace, agent
+):
+    """The chat API sends `knowledge.hits` only where a server-side decision allows it (the visitor token's
+    claim); here the real answer's stream gets such an event added on its way to the widget, so the widget's
+    own reading and rendering of it are what is tested."""
+    import json
+
+    index_text(workspace, agent, "Warranty", "Every kettle carries a two-year warranty against defects.")
+    hits = {
+        "type": "knowledge.hits",
+        "call_id": "call_1",
+        "query": "warranty",
+        "hits": [
+            {
+                "title": "Warranty <b>terms</b>",
+                "url": "https://acme.example/warranty",
+                "score": 0.91,
+                "text": 'Every kettle carries a two-year warranty.\n<img src=x onerror="window.pwned=1">',
+            },
+            {"title": "Old terms", "url": "javascript:window.pwned=2", "score": 0.5, "text": "**not bold**"},
+        ],
+    }
+    inject = {"on": True}
+
+    def add_hits(route):
+        response = route.fetch()
+        body = response.text()
+        if inject["on"]:
+            body = f"data: {json.dumps(hits)}\n\n" + body
+        route.fulfill(response=response, body=body)
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.route("**/chat/stream", add_hits)
+    page.goto(host_site.url("/"))
+    page.click(".gw-launch")
+    page.fill(".gw-form input", "How long is the warranty?")
+    page.click(".gw-send")
+    answer = page.locator(".gw-bot").last
+    answer.locator(".gw-passages").wait_for(timeout=20000)
+    assert answer.locator(".gw-sources li").first.inner_text() == "Warranty"  # the sources list stays
+    section = answer.locator(".gw-passages")
+    assert section.locator("summary").inner_text() == "PASSAGES (2)"  # styled upper-case
+    section.locator("summary").click()
+    items = section.locator("li")
+    assert items.count() == 2
+    first = items.nth(0)
+    assert first.locator("a").inner_text() == "Warranty <b>terms</b>"  # the title as text, not markup
+    assert first.locator("a").get_attribute("href") == "https://acme.example/warranty"
+    assert first.locator("blockquote").inner_text().endswith('<img src=x onerror="window.pwned=1">')
+    assert answer.locator("img, b").count() == 0
+    second = items.nth(1)
+    assert second.locator("a").count() == 0 and second.locator("strong").inner_text() == "Old terms"
+    assert second.locator("blockquote").inner_text() == "**not bold**"  # not Markdown either
+    assert page.evaluate("window.pwned") is None
+
+    # An answer without hits (an anonymous visitor) has no Passages section.
+    inject["on"] = False
+    page.fill(".gw-form input", "And the warranty on the lid?")
+    page.click(".gw-send")
+    page.wait_for_function(
+        "document.querySelector('[data-grounded-widget]').shadowRoot.querySelectorAll('.gw-bot[aria-busy]').length"
+        " === 0 && document.querySelector('[data-grounded-widget]').shadowRoot.querySelectorAll('.gw-user')"
+        ".length === 2"
+    )
+    page.locator(".gw-bot").last.locator(".gw-sources").wait_for(timeout=20000)
+    assert page.locator(".gw-bot").last.locator(".gw-passages").count() == 0
+    page.close()

@@ -35,7 +35,7 @@ def _chunks_text(workspace, source_id: int) -> str:
 def _resync(page, live_server, agent, workspace) -> Source:
     page.goto(f"{live_server.url}/app/agents/{agent.id}/sources")
     before = _source(workspace).indexed_at
-    page.get_by_role("button", name="Recrawl").first.click()
+    page.get_by_role("button", name="Sync now").first.click()  # a connector's word for it
     return wait_for(
         lambda: (s := _settled(workspace)) and (s.indexed_at != before or s.status == "failed") and s,
         timeout=90,

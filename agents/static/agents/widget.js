@@ -53,6 +53,9 @@
     ".gw-sources{margin-top:8px;padding-top:8px;border-top:1px solid #e3e7ee;font-size:13px;color:#4a5568}",
     ".gw-sources h3{margin:0 0 4px;font-weight:600;font-size:12px;line-height:1.4;text-transform:uppercase;letter-spacing:.04em}",
     ".gw-sources ol{margin:0;padding-left:20px}",
+    ".gw-passages{margin-top:6px}.gw-passages summary{cursor:pointer;font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.04em}",
+    ".gw-passages li{margin:6px 0}.gw-passages blockquote{margin:2px 0 0;padding-left:8px;border-left:3px solid #d5dbe5;",
+    "white-space:pre-wrap;color:#14213d;max-height:12em;overflow-y:auto}",
     ".gw-form{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e7ee;background:#fff}",
     ".gw-form input{flex:1;min-width:0;border:1px solid #8a94a6;border-radius:10px;padding:10px;font-size:16px;line-height:1.3;",
     "font-family:inherit;color:#14213d;background:#fff}",
@@ -257,11 +260,13 @@
     return h;
   }
 
-  function render(msg, text, sources) {
+  function render(msg, text, sources, passages) {
     msg.textContent = "";
     msg.append(markdown(text, sources));
-    if (showSources && sources && sources.length) {
-      var box = el("div", "gw-sources");
+    var listed = showSources && sources && sources.length;
+    if (!listed && !(passages && passages.length)) return;
+    var box = el("div", "gw-sources");
+    if (listed) {
       box.append(el("h3", "", "Sources"));
       var ol = el("ol");
       sources.forEach(function (s) {
@@ -272,8 +277,36 @@
         ol.append(li);
       });
       box.append(ol);
-      msg.append(box);
     }
+    if (passages && passages.length) box.append(passagesSection(passages));
+    msg.append(box);
+  }
+
+  // The passages behind an answer, only when the server sent them (knowledge.hits: a signed-in visitor whose
+  // token allows it). Plain text only: a passage is shown as written, never read as HTML or Markdown.
+  function passagesSection(passages) {
+    var details = el("details", "gw-passages");
+    details.append(el("summary", "", "Passages (" + passages.length + ")"));
+    var ol = el("ol");
+    passages.forEach(function (p) {
+      var li = el("li");
+      var title = String(p.title || "Untitled");
+      var href = p.url && safeHref(String(p.url));
+      li.append(href ? link(title, href) : el("strong", "", title));
+      li.append(el("blockquote", "", String(p.text || "")));
+      ol.append(li);
+    });
+    details.append(ol);
+    return details;
+  }
+
+  // Hits of every search of one turn, each passage once.
+  function addHits(passages, hits) {
+    (Array.isArray(hits) ? hits : []).forEach(function (hit) {
+      if (!hit || typeof hit !== "object") return;
+      var known = passages.some(function (p) { return p.title === hit.title && p.text === hit.text; });
+      if (!known) passages.push(hit);
+    });
   }
 
   function addBot(text, sources, cls) {
@@ -296,6 +329,7 @@
     msg.setAttribute("aria-busy", "true");
     send.disabled = true;
     var answer = "";
+    var passages = [];
     var body = JSON.stringify(conversationId ? { message: question, conversation_id: conversationId } : { message: question });
     fetch(api + "/chat/stream", { method: "POST", headers: headers(), body: body })
       .then(function (response) {
@@ -311,7 +345,9 @@
           var data = block.split("\n").filter(function (l) { return l.indexOf("data: ") === 0; }).map(function (l) { return l.slice(6); }).join("");
           if (!data) return;
           var event = JSON.parse(data);
-          if (event.type === "text.delta") {
+          if (event.type === "knowledge.hits") {
+            addHits(passages, event.hits);
+          } else if (event.type === "text.delta") {
             answer += event.delta;
             msg.classList.remove("gw-typing");
             render(msg, answer, []);
@@ -320,7 +356,7 @@
             try { sessionStorage.setItem(storageKey, conversationId); } catch (e) { /* ignore */ }
             msg.classList.remove("gw-typing");
             msg.removeAttribute("aria-busy");
-            render(msg, event.answer, event.sources || []);
+            render(msg, event.answer, event.sources || [], passages);
             announce(event.answer);
           } else if (event.type === "error") {
             throw new Error(event.message);

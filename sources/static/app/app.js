@@ -311,7 +311,7 @@
       busy(button, false);
       const title = form.closest("tr").querySelector("[data-field=title]").textContent;
       if (response.ok) {
-        flash(`${title}: ${form.dataset.action} started.`);
+        flash(`${title}: ${form.dataset.started || form.dataset.action + " started"}.`);
       } else {
         flash(`${title}: ${messagesOf(await readJSON(response)).join(" ") || "that didn't work."}`, "error");
       }

@@ -108,9 +108,7 @@ def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membershi
 BULK_ACTIONS = {
     # Each returns whether it did something for that source; busy or unsuitable sources are skipped.
     "retry": lambda source: lifecycle.retry_failed(source=source) > 0,
-    "reindex": lambda source: (
-        not source.state.get("reupload_needed") and lifecycle.source_reindex(source=source)
-    ),
+    "reindex": lambda source: presenters.reindex_helps(source) and lifecycle.source_reindex(source=source),
     "delete": lambda source: lifecycle.source_delete(source=source) or True,
 }
 BULK_VERBS = {"retry": "Retrying failed pages of", "reindex": "Reindexing", "delete": "Deleted"}

@@ -21,3 +21,13 @@ def crash() -> None:
 
 def pid() -> int:
     return os.getpid()
+
+
+def slow_pages(pages: int, seconds_each: float) -> int:
+    """A parser that reads `pages` pages slowly and says where it is, as the PDF parser does."""
+    from ingestion.parsers.base import report_progress
+
+    for page in range(1, pages + 1):
+        report_progress("parsing", page, pages)
+        time.sleep(seconds_each)
+    return pages

@@ -80,10 +80,38 @@ def sign_in(browser, live_server):
         page.context.close()
 
 
+# The test servers' addresses (127.0.0.1:41234) mean nothing to a reader of the docs: the screenshots show
+# the app as grounded.example.com and the local test sites as help.example.com. Only the drawn text and
+# form values change, just before the picture is taken; links and the page's state stay as they were.
+MASK_TEST_HOSTS = r"""() => {
+  const app = location.host;
+  const pattern = /(https?:\/\/)?(127\.0\.0\.1|localhost):(\d+)/g;
+  const mask = (text) => text.replace(pattern, (all, scheme, host, port) =>
+    (scheme ? "https://" : "") + (`${host}:${port}` === app ? "grounded.example.com" : "help.example.com"));
+  const undo = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.nodeValue;
+    if (text.match(pattern)) { node.nodeValue = mask(text); undo.push(() => (node.nodeValue = text)); }
+  }
+  const typed = "textarea, input:is([type=text], [type=url], [type=search], :not([type]))";
+  for (const field of document.querySelectorAll(typed)) {
+    const value = field.value;
+    if (value.match(pattern)) { field.value = mask(value); undo.push(() => (field.value = value)); }
+  }
+  window.__unmaskTestHosts = () => undo.forEach((step) => step());
+  const values = [...document.querySelectorAll(typed)];
+  return (document.body.innerText + " " + values.map((field) => field.value).join(" ")).match(pattern);
+}"""
+
+
 def screenshot(page, name: str, *, full_page: bool = True) -> None:
     """A whole page, or (full_page=False, for an open dialog) the screen as the person sees it."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     # Sticky parts are drawn where the scroll left them; toasts are gone a few seconds later anyway.
     page.evaluate("window.scrollTo(0, 0); document.querySelector('.toasts')?.remove()")
     page.wait_for_timeout(200)  # let transitions settle
+    left = page.evaluate(MASK_TEST_HOSTS)
+    assert not left, f"a test address would show in ui-{name}.png: {left}"
     page.screenshot(path=str(SCREENSHOTS / f"ui-{name}.png"), full_page=full_page)
+    page.evaluate("window.__unmaskTestHosts()")  # the test goes on with the page as it was

@@ -62,6 +62,10 @@ def test_the_dialog_forgets_old_errors_checks_files_on_pick_and_keeps_its_label(
     dialog.locator("[data-kind-tab=upload]").click()
     expect(dialog.locator("label.choose-files")).to_be_visible()
     assert dialog.locator("input[type=file]").bounding_box()["width"] <= 1  # the native button is hidden
+    dialog.locator("details[data-labels] summary").focus()
+    page.keyboard.press("Tab")  # ... but the keyboard still reaches it, and the drop zone shows the focus
+    assert page.evaluate("document.activeElement.id") == "add-files"
+    assert dialog.locator("[data-dropzone]").evaluate("z => z.matches(':focus-within')")
     dialog.locator("input[type=file]").set_input_files([str(small), str(big)])
     # Said when picked, before any upload.
     expect(dialog.locator("[data-error-for=file]")).to_have_text(

@@ -39,6 +39,24 @@ def test_rows_use_the_kinds_unit_and_offer_reindex_only_where_it_helps(client, o
         )
         Source.objects.create(
             agent=agent,
+            kind="upload",
+            title="Scan.pdf",
+            status="failed",
+            error="The file is truncated or corrupt. Download or export it again and upload the new copy.",
+            state={"new_file_needed": True},
+        )
+        Source.objects.create(
+            agent=agent,
+            kind="sitemap",
+            title="Old site",
+            status="failed",
+            error="Every page failed: 2 not found.",
+            pages_total=2,
+            pages_failed=2,
+            config={"url": "https://old.acme.example/sitemap.xml"},
+        )
+        Source.objects.create(
+            agent=agent,
             kind="url",
             title="Pricing",
             status="done",
@@ -52,9 +70,29 @@ def test_rows_use_the_kinds_unit_and_offer_reindex_only_where_it_helps(client, o
     pricing = row_html(client, agent, "Pricing")
     assert "1 page done" in pricing
     assert ">Reindex</button>" in pricing and "Nothing is fetched" in pricing
-    assert ">Recrawl</button>" in pricing and "Fetch it again now" in pricing
+    assert ">Recrawl</button>" in pricing and "Fetch the pages again now" in pricing
     broken = row_html(client, agent, "Broken.pdf")
     assert "Re-upload needed" in broken and ">Reindex</button>" not in broken
+    # A file that could not be read: reading it again won't help, a new version will.
+    scan = row_html(client, agent, "Scan.pdf")
+    assert ">Reindex</button>" not in scan and ">Upload a new version</button>" in scan
+    assert "truncated or corrupt" in scan and "Re-upload needed" not in scan
+    # A site that fetched nothing: no text to reindex; Recrawl stays, beside the reason and the failed pages.
+    old_site = row_html(client, agent, "Old site")
+    assert ">Reindex</button>" not in old_site and ">Recrawl</button>" in old_site
+    assert "Every page failed: 2 not found." in old_site and ">2 failed</a>" in old_site
+    assert "Fetch the pages again now" in old_site
+    # Bulk reindex skips both, and says so.
+    with workspace_scope(workspace.id):
+        ids = list(
+            Source.objects.filter(title__in=["Scan.pdf", "Old site", "Hours"]).values_list("id", flat=True)
+        )
+    response = client.post(
+        f"/app/agents/{agent.id}/sources/bulk",
+        {"action": "reindex", "ids": ids},
+        HTTP_ACCEPT="application/json",
+    )
+    assert response.json()["done"] == 1 and response.json()["skipped"] == 2
 
 
 @pytest.mark.browser

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from sources.tenancy import workspace_scope
-from tests.sources.web.conftest import SCREENSHOTS
+from tests.sources.web.conftest import MASK_TEST_HOSTS, SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,7 +30,9 @@ def test_the_widget_look_and_auto_sources_are_set_and_previewed(sign_in, owner, 
     page.click("[data-save]")
     expect(page.locator(".flash-msg.success")).to_have_text("Settings saved.")
     section = page.locator(".section:has([data-widget-preview])")
+    assert not page.evaluate(MASK_TEST_HOSTS)  # no test address in the picture
     section.screenshot(path=str(SCREENSHOTS / "ui-settings-widget.png"))
+    page.evaluate("window.__unmaskTestHosts()")
 
     with workspace_scope(agent.workspace_id):
         agent.refresh_from_db()
