@@ -53,6 +53,8 @@
     ".gw-sources{margin-top:8px;padding-top:8px;border-top:1px solid #e3e7ee;font-size:13px;color:#4a5568}",
     ".gw-sources h3{margin:0 0 4px;font-weight:600;font-size:12px;line-height:1.4;text-transform:uppercase;letter-spacing:.04em}",
     ".gw-sources ol{margin:0;padding-left:20px}",
+    ".gw-passages summary{cursor:pointer;font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.04em;margin-top:6px}",
+    ".gw-passages li{margin:4px 0;white-space:pre-wrap}",
     ".gw-form{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e7ee;background:#fff}",
     ".gw-form input{flex:1;min-width:0;border:1px solid #8a94a6;border-radius:10px;padding:10px;font-size:16px;line-height:1.3;",
     "font-family:inherit;color:#14213d;background:#fff}",
@@ -257,9 +259,10 @@
     return h;
   }
 
-  function render(msg, text, sources) {
+  function render(msg, text, sources, passages) {
     msg.textContent = "";
     msg.append(markdown(text, sources));
+    if (passages && passages.length) msg.append(passagesBox(passages));
     if (showSources && sources && sources.length) {
       var box = el("div", "gw-sources");
       box.append(el("h3", "", "Sources"));
@@ -274,6 +277,20 @@
       box.append(ol);
       msg.append(box);
     }
+  }
+
+  // Sent by the server only to a visitor whose host-signed token allows it (its signed-in staff).
+  function passagesBox(passages) {
+    var box = el("details", "gw-sources gw-passages");
+    box.append(el("summary", "", "Passages (" + passages.length + ")"));
+    var ol = el("ol");
+    passages.forEach(function (p) {
+      var li = el("li");
+      li.append(el("strong", "", p.title || "Untitled"), " (" + p.score + ")\n" + p.text);
+      ol.append(li);
+    });
+    box.append(ol);
+    return box;
   }
 
   function addBot(text, sources, cls) {
@@ -296,6 +313,7 @@
     msg.setAttribute("aria-busy", "true");
     send.disabled = true;
     var answer = "";
+    var passages = [];
     var body = JSON.stringify(conversationId ? { message: question, conversation_id: conversationId } : { message: question });
     fetch(api + "/chat/stream", { method: "POST", headers: headers(), body: body })
       .then(function (response) {
@@ -311,7 +329,12 @@
           var data = block.split("\n").filter(function (l) { return l.indexOf("data: ") === 0; }).map(function (l) { return l.slice(6); }).join("");
           if (!data) return;
           var event = JSON.parse(data);
-          if (event.type === "text.delta") {
+          if (event.type === "knowledge.hits") {
+            event.hits.forEach(function (hit) {
+              var known = passages.some(function (p) { return p.text === hit.text; });
+              if (!known) passages.push(hit);
+            });
+          } else if (event.type === "text.delta") {
             answer += event.delta;
             msg.classList.remove("gw-typing");
             render(msg, answer, []);
@@ -320,7 +343,7 @@
             try { sessionStorage.setItem(storageKey, conversationId); } catch (e) { /* ignore */ }
             msg.classList.remove("gw-typing");
             msg.removeAttribute("aria-busy");
-            render(msg, event.answer, event.sources || []);
+            render(msg, event.answer, event.sources || [], passages);
             announce(event.answer);
           } else if (event.type === "error") {
             throw new Error(event.message);
