@@ -16,7 +16,8 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion.chunking import chunk_id, chunk_text
+from ingestion.chunk_settings import chunking_of
+from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
 from ingestion.kinds.registry import get_kind
 from retrieval import cache as semantic_cache
@@ -250,18 +251,8 @@ def _store_document(document: Document, chunks: list[Chunk], inputs: list[str], 
 
 def _build_chunks(document: Document) -> list[Chunk]:
     source = document.source
-    config = source.config
-    # The source's own chunking (the shared optional fields of ingestion/kinds/base.KindConfig), else the
-    # deployment's; a separator found by ingestion (a spreadsheet's rows) wins over one the user set.
-    size, overlap = config.get("chunk_size"), config.get("chunk_overlap")
-    pieces = chunk_text(
-        document.text,
-        target_chars=settings.CHUNK_TARGET_CHARS if size is None else size,
-        overlap_chars=settings.CHUNK_OVERLAP_CHARS if overlap is None else overlap,
-        separator=source.state.get("chunk_separator")
-        or config.get("record_separator")
-        or config.get("chunk_separator"),
-    )
+    # The source's own chunking, else the deployment's (the preview reads the same function).
+    pieces = chunking_of(source).chunks(document.text)
     if not pieces:
         raise IndexingError("This document has no text to index.")
     chunks = []
