@@ -289,7 +289,11 @@ def check_sources(agent: Agent) -> list[Finding]:
 def check_embeddings(agent: Agent) -> list[Finding]:
     from retrieval.services import embedded_by_another_model
 
-    stale = Chunk.objects.filter(source__agent=agent).filter(embedded_by_another_model()).count()
+    stale = (
+        Chunk.objects.filter(source__agent=agent)
+        .filter(embedded_by_another_model(agent.workspace_id))
+        .count()
+    )
     if not stale:
         return []
     return [
