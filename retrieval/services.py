@@ -243,7 +243,7 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
     """The search API's search. The same question with the same settings, asked again before the
     workspace's sources change, is answered from the search cache: no embedding and no search, only the
     passages loaded (inside the workspace's scope) for the cached chunk ids."""
-    model_name = embedders["default"].model_name
+    model_name = providers.embedder_for(_one_agent(params.filters)).model_name
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
     generation, cached = semantic_cache.search_lookup(workspace_id=workspace_id, key=key)
     if cached is not None:
@@ -257,6 +257,14 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
             workspace_id=workspace_id, key=key, generation=generation, hits=hits, stale_chunks=stale
         )
     return SearchResult(passages=passages, stale_chunks=stale, cached=False)
+
+
+def _one_agent(filters: Filters | None) -> int | None:
+    """The agent a search is filtered to, when it is exactly one."""
+    agents = validate_filters(filters).get("agent_id") or []
+    if len(agents) == 1 and isinstance(agents[0], int) and not isinstance(agents[0], bool):
+        return agents[0]
+    return None
 
 
 def _without_hidden_sources(workspace_id: int, chunk_ids: list[str]) -> list[str]:
@@ -300,7 +308,10 @@ def _searched(
     *, workspace_id: int, query: str, params: SearchParams, agent_id: int | None
 ) -> tuple[list[Passage], bool]:
     if agent_id is None:
-        ranked = search_hits(workspace_id=workspace_id, query=query, params=params)
+        # Filtered to one agent: that agent's embedder (its vectors are only comparable with its own).
+        # Across agents, the deployment's: agents with their own provider are then found by keywords only.
+        embedder = providers.embedder_for(_one_agent(params.filters))
+        ranked = search_hits(workspace_id=workspace_id, query=query, params=params, embedder=embedder)
     else:
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
         # The agent's chunks were embedded by its embedder: so is the question, and only vectors of that

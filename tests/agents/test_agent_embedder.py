@@ -5,6 +5,8 @@ whose vectors do not fit the index is refused with the reason."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -174,3 +176,16 @@ def test_vectors_are_unit_length(provider):
     vectors = embedder.embed_documents(["a", "b"])
     assert vectors.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_search_api_filtered_to_the_agent_embeds_with_its_provider(api, workspace, agent, provider):
+    use_provider(api, agent, provider)
+    index_text(workspace, agent, "Kettle care", KETTLE)
+    question = embedding_input(KETTLE, "Kettle care")
+    body = api.get(
+        "/api/v1/search",
+        {"q": question, "mode": "vector", "filters": json.dumps({"agent_id": agent.id})},
+    ).json()
+    assert body["results"] and body["results"][0]["score"] == pytest.approx(1.0, abs=1e-4)
+    assert embedding_requests(provider)[-1]["input"] == [question]
+    assert "reindex_needed" not in body
