@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents.embedding import check_agent_embedder
 from agents.models import Agent
 from config import health
 from config.outbound import OutboundClient, OutboundError
@@ -384,6 +385,7 @@ def check_origins(agent: Agent) -> list[Finding]:
 DEPLOYMENT_CHECKS: tuple[Callable[[], list[Finding]], ...] = (check_embedder, check_services)
 AGENT_CHECKS: tuple[Callable[[Agent], list[Finding]], ...] = (
     check_model,
+    check_agent_embedder,
     check_sources,
     check_embeddings,
     check_knowledge,

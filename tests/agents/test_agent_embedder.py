@@ -189,3 +189,18 @@ def test_the_search_api_filtered_to_the_agent_embeds_with_its_provider(api, work
     assert body["results"] and body["results"][0]["score"] == pytest.approx(1.0, abs=1e-4)
     assert embedding_requests(provider)[-1]["input"] == [question]
     assert "reindex_needed" not in body
+
+
+def test_the_doctor_says_when_the_agents_provider_fails(api, workspace, agent, provider):
+    from agents.doctor import diagnose
+
+    def embedder_findings() -> list[dict]:
+        with workspace_scope(workspace.id):
+            report = diagnose(agent=Agent.objects.get(id=agent.id), deployment=False)
+        return [f for f in report["findings"] if f["check"] == "embedder"]
+
+    use_provider(api, agent, provider, llm_api_key="sk-wrong")
+    (finding,) = embedder_findings()
+    assert "rejected the agent's model API key" in finding["problem"] and finding["severity"] == "error"
+    use_provider(api, agent, provider)
+    assert embedder_findings() == []
