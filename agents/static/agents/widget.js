@@ -53,6 +53,8 @@
     ".gw-sources{margin-top:8px;padding-top:8px;border-top:1px solid #e3e7ee;font-size:13px;color:#4a5568}",
     ".gw-sources h3{margin:0 0 4px;font-weight:600;font-size:12px;line-height:1.4;text-transform:uppercase;letter-spacing:.04em}",
     ".gw-sources ol{margin:0;padding-left:20px}",
+    ".gw-passages{margin-top:8px;padding-top:8px;border-top:1px solid #e3e7ee;font-size:13px;color:#4a5568}",
+    ".gw-passages ol{margin:0;padding-left:20px}",
     ".gw-passages summary{cursor:pointer;font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.04em;margin-top:6px}",
     ".gw-passages li{margin:4px 0;white-space:pre-wrap}",
     ".gw-form{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e7ee;background:#fff}",
@@ -262,7 +264,6 @@
   function render(msg, text, sources, passages) {
     msg.textContent = "";
     msg.append(markdown(text, sources));
-    if (passages && passages.length) msg.append(passagesBox(passages));
     if (showSources && sources && sources.length) {
       var box = el("div", "gw-sources");
       box.append(el("h3", "", "Sources"));
@@ -277,11 +278,12 @@
       box.append(ol);
       msg.append(box);
     }
+    if (passages && passages.length) msg.append(passagesBox(passages));
   }
 
   // Sent by the server only to a visitor whose host-signed token allows it (its signed-in staff).
   function passagesBox(passages) {
-    var box = el("details", "gw-sources gw-passages");
+    var box = el("details", "gw-passages");
     box.append(el("summary", "", "Passages (" + passages.length + ")"));
     var ol = el("ol");
     passages.forEach(function (p) {
