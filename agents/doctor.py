@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents.embedding import check_agent_embedder
 from agents.models import Agent
 from config import health
 from config.outbound import OutboundClient, OutboundError
@@ -289,7 +290,11 @@ def check_sources(agent: Agent) -> list[Finding]:
 def check_embeddings(agent: Agent) -> list[Finding]:
     from retrieval.services import embedded_by_another_model
 
-    stale = Chunk.objects.filter(source__agent=agent).filter(embedded_by_another_model()).count()
+    stale = (
+        Chunk.objects.filter(source__agent=agent)
+        .filter(embedded_by_another_model(agent.workspace_id))
+        .count()
+    )
     if not stale:
         return []
     return [
@@ -380,6 +385,7 @@ def check_origins(agent: Agent) -> list[Finding]:
 DEPLOYMENT_CHECKS: tuple[Callable[[], list[Finding]], ...] = (check_embedder, check_services)
 AGENT_CHECKS: tuple[Callable[[Agent], list[Finding]], ...] = (
     check_model,
+    check_agent_embedder,
     check_sources,
     check_embeddings,
     check_knowledge,

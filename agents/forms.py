@@ -81,6 +81,8 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             "llm_base_url",
             "llm_model",
             "llm_api_key",
+            "embedding_provider",
+            "embedding_model",
         ]
         labels = {
             "top_k": "Passages per question (top k)",
@@ -100,6 +102,8 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             "cache_max_entries": "Cache entries",
             "cache_ttl": "Cache time to live (seconds)",
             "scope_rules": "Scope rules",
+            "embedding_provider": "Embeddings",
+            "embedding_model": "Embedding model",
         }
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 4}),
@@ -121,6 +125,8 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             self.fields[name].required = False
             model_field = Agent._meta.get_field(name)
             self.fields[name].help_text = f"{model_field.help_text} Empty: {model_field.default}.".strip()
+        # A post without it (a page open from before it existed) keeps the saved provider.
+        self.fields["embedding_provider"].required = False
         self.template_warnings: list[str] = []
         if not self.is_bound:
             from agents.prompts import template_problems
@@ -173,7 +179,15 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
             self.add_error("rerank_pool", f"The reranker needs at least the {top_k} passages it returns.")
         if data.get("vector_weight") == 0 and data.get("keyword_weight") == 0:
             self.add_error("keyword_weight", "At least one weight must be above 0.")
+        if data.get("embedding_provider") == Agent.EmbeddingProvider.MODEL:
+            if not data.get("llm_base_url"):
+                self.add_error("embedding_provider", "Set the model base URL first: its /embeddings is used.")
+            if not data.get("embedding_model"):
+                self.add_error("embedding_model", "Name the provider's embedding model.")
         return data
+
+    def clean_embedding_provider(self) -> str:
+        return self.cleaned_data["embedding_provider"] or self.instance.embedding_provider
 
     def clean_context_template(self) -> str:
         from agents.prompts import template_problems
@@ -185,5 +199,12 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
         return template
 
     def save(self, commit: bool = True) -> Agent:
+        from agents.embedding import embedding_changed, embedding_of
+
+        # Read before the form writes the new values onto the instance (the form and the API both save here).
+        before = embedding_of(Agent.unscoped.get(id=self.instance.id)) if self.instance.id else None
         with workspace_scope(self.instance.workspace_id):
-            return super().save(commit=commit)
+            agent = super().save(commit=commit)
+        if commit and before is not None and embedding_of(agent) != before:
+            embedding_changed(agent=agent)
+        return agent

@@ -27,6 +27,10 @@ class Agent(TenantModel):
         SCORE = "score", "Score fusion (normalised scores, weighted)"
         RRF = "rrf", "Reciprocal rank fusion (ranks only)"
 
+    class EmbeddingProvider(models.TextChoices):
+        DEPLOYMENT = "deployment", "This deployment's embedder"
+        MODEL = "model", "The model provider's embeddings (its OpenAI-compatible /embeddings)"
+
     class SourcesDisplay(models.TextChoices):
         TITLES = "titles", "Titles (with links for web pages)"
         NONE = "none", "Do not show sources"
@@ -43,6 +47,14 @@ class Agent(TenantModel):
     llm_base_url = models.URLField(blank=True, validators=[validate_outbound_url])
     llm_api_key = EncryptedTextField(blank=True, verbose_name="model API key")
     llm_model = models.CharField(max_length=200, blank=True)
+    # What embeds this agent's passages and questions: the deployment's embedder, or the model provider's
+    # /embeddings with the model's base URL and key (agents/embedding.py). A change indexes its sources again.
+    embedding_provider = models.CharField(
+        max_length=20, choices=EmbeddingProvider.choices, default=EmbeddingProvider.DEPLOYMENT
+    )
+    embedding_model = models.CharField(
+        max_length=200, blank=True, help_text="The provider's embedding model, e.g. text-embedding-3-small."
+    )
 
     # Retrieval.
     retrieval_mode = models.CharField(

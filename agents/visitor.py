@@ -2,7 +2,9 @@
 
 token = base64url(json payload) "." base64url(HMAC-SHA256(workspace.visitor_secret, first part)).
 The payload carries `sub` (the visitor's id on the host site), `aud` (audience tokens, such as
-"role:admin") and `exp` (a Unix time). Host sites sign it server-side; the browser only carries it.
+"role:admin"), `exp` (a Unix time) and optionally `passages` (true: the host vouches that this is one of its
+signed-in staff, who may see the passages behind an answer and the gate's own search). Host sites sign it
+server-side; the browser only carries it, so only a token the host signed can show passages.
 
 A workspace's secret can be rotated: the old one keeps verifying tokens for VISITOR_SECRET_GRACE_SECONDS, so
 a host site can deploy the new secret without its visitors' tokens failing in between.
@@ -35,6 +37,8 @@ class BadSignature(VisitorTokenError):
 class Visitor:
     user_id: str = ""
     audiences: list[str] = field(default_factory=list)
+    #: The host's signed claim that this visitor may see passages; never true without a valid token.
+    passages: bool = False
 
 
 def _b64(data: bytes) -> str:
@@ -45,8 +49,13 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def sign(secret: str, *, user_id: str, audiences: list[str], ttl_s: int = 3600) -> str:
-    payload = _b64(json.dumps({"sub": user_id, "aud": audiences, "exp": int(time.time()) + ttl_s}).encode())
+def sign(
+    secret: str, *, user_id: str, audiences: list[str], ttl_s: int = 3600, passages: bool = False
+) -> str:
+    claims: dict = {"sub": user_id, "aud": audiences, "exp": int(time.time()) + ttl_s}
+    if passages:
+        claims["passages"] = True
+    payload = _b64(json.dumps(claims).encode())
     signature = _b64(hmac.new(secret.encode(), payload.encode(), hashlib.sha256).digest())
     return f"{payload}.{signature}"
 
@@ -64,11 +73,13 @@ def verify(secret: str, token: str, *, now: float | None = None) -> Visitor:
         expires = float(claims["exp"])
         audiences = [str(a) for a in claims.get("aud", [])]
         user_id = str(claims.get("sub", ""))
+        # Only the JSON literal true counts: "yes", 1 or "false" do not show passages.
+        passages = claims.get("passages") is True
     except (ValueError, KeyError, TypeError) as exc:
         raise VisitorTokenError("The visitor token's payload is unreadable.") from exc
     if expires < (time.time() if now is None else now):
         raise VisitorTokenError("The visitor token has expired.")
-    return Visitor(user_id=user_id, audiences=audiences)
+    return Visitor(user_id=user_id, audiences=audiences, passages=passages)
 
 
 def verify_any(secrets: list[str], token: str, *, now: float | None = None) -> Visitor:

@@ -17,11 +17,13 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion.chunking import chunk_id, chunk_text
+from ingestion.chunk_settings import chunking_of
+from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
 from ingestion.kinds.registry import get_kind
 from retrieval import cache as semantic_cache
-from retrieval.embedders.base import EmbeddingError
+from retrieval.embedders.base import Embedder, EmbeddingError
+from retrieval.providers import embedder_for
 from retrieval.services import delete_chunk_vectors, embed_texts, embedding_input, store_chunk_vectors
 from retrieval.stores.base import VectorStoreError
 from sources.models import Chunk, Document, Source, Status
@@ -196,17 +198,29 @@ def documents_index(*, documents: list[Document], claimed: bool = False) -> None
                 continue
             prepared.append((document, chunks, [embedding_input(c.text, document.title) for c in chunks]))
         chunked = time.perf_counter()
-        try:
-            vectors = embed_texts([text for _, _, inputs in prepared for text in inputs])
-        except EmbeddingError as exc:
-            for document, _, _ in prepared:
-                _fail_document(document, exc.message, exc.detail)
-            return
+        # One pass per embedder: an agent may embed with its own provider (retrieval.providers), and one
+        # provider failing fails only its own documents.
+        by_agent: dict[int, list[tuple[Document, list[Chunk], list[str]]]] = {}
+        for item in prepared:
+            by_agent.setdefault(item[0].source.agent_id, []).append(item)
+        stored: list[tuple[Embedder, list[tuple[Document, list[Chunk], list[str]]], np.ndarray]] = []
+        for agent_id, group in by_agent.items():
+            embedder = embedder_for(agent_id)
+            try:
+                vectors = embed_texts([text for _, _, inputs in group for text in inputs], embedder)
+            except EmbeddingError as exc:
+                for document, _, _ in group:
+                    _fail_document(document, exc.message, exc.detail)
+                continue
+            stored.append((embedder, group, vectors))
         embedded = time.perf_counter()
         offset = 0
-        for document, chunks, inputs in prepared:
-            _store_document(document, chunks, inputs, vectors[offset : offset + len(chunks)])
-            offset += len(chunks)
+        for embedder, group, vectors in stored:
+            start = 0
+            for document, chunks, inputs in group:
+                _store_document(document, chunks, inputs, vectors[start : start + len(chunks)], embedder)
+                start += len(chunks)
+            offset += start
         # Where an index job's time goes (the ingestion benchmark reads these lines from worker logs).
         log.info(
             "index timings %s",
@@ -222,7 +236,9 @@ def documents_index(*, documents: list[Document], claimed: bool = False) -> None
         )
 
 
-def _store_document(document: Document, chunks: list[Chunk], inputs: list[str], vectors: np.ndarray) -> None:
+def _store_document(
+    document: Document, chunks: list[Chunk], inputs: list[str], vectors: np.ndarray, embedder: Embedder
+) -> None:
     try:
         old_ids = [str(i) for i in document.chunks.values_list("id", flat=True)]
         with transaction.atomic():
@@ -231,7 +247,11 @@ def _store_document(document: Document, chunks: list[Chunk], inputs: list[str], 
             Chunk.objects.filter(document=document).delete()
             Chunk.objects.bulk_create(chunks)
             store_chunk_vectors(
-                workspace_id=document.workspace_id, chunks=chunks, inputs=inputs, vectors=vectors
+                workspace_id=document.workspace_id,
+                chunks=chunks,
+                inputs=inputs,
+                vectors=vectors,
+                embedder=embedder,
             )
             Document.objects.filter(id=document.id).update(
                 status=Status.DONE, error="", error_detail="", due_by=None
@@ -251,18 +271,8 @@ def _store_document(document: Document, chunks: list[Chunk], inputs: list[str], 
 
 def _build_chunks(document: Document) -> list[Chunk]:
     source = document.source
-    config = source.config
-    # The source's own chunking (the shared optional fields of ingestion/kinds/base.KindConfig), else the
-    # deployment's; a separator found by ingestion (a spreadsheet's rows) wins over one the user set.
-    size, overlap = config.get("chunk_size"), config.get("chunk_overlap")
-    pieces = chunk_text(
-        document.text,
-        target_chars=settings.CHUNK_TARGET_CHARS if size is None else size,
-        overlap_chars=settings.CHUNK_OVERLAP_CHARS if overlap is None else overlap,
-        separator=source.state.get("chunk_separator")
-        or config.get("record_separator")
-        or config.get("chunk_separator"),
-    )
+    # The source's own chunking, else the deployment's (the preview reads the same function).
+    pieces = chunking_of(source).chunks(document.text)
     if not pieces:
         raise IndexingError("This document has no text to index.")
     chunks = []

@@ -19,7 +19,8 @@ from django.db.models import Q
 from config import metrics
 from config.backends import embedders, rerankers, vector_stores
 from retrieval import cache as semantic_cache
-from retrieval import keyword
+from retrieval import keyword, providers
+from retrieval.embedders.base import Embedder
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, VectorRecord, validate_filters
 from sources.models import Chunk, Source
@@ -82,11 +83,12 @@ def embedding_input(text: str, title: str) -> str:
     return text
 
 
-def embed_texts(texts: list[str]) -> np.ndarray:
+def embed_texts(texts: list[str], embedder: Embedder | None = None) -> np.ndarray:
     """Embed passages in calls of EMBED_BATCH_SIZE. Texts are grouped by length across the whole list (it
     may span many documents), so each call holds passages of similar length and pads little; the vectors
-    come back in the order of `texts`."""
-    embedder = embedders["default"]
+    come back in the order of `texts`. `embedder`: an agent's own (retrieval.providers), else the
+    deployment's."""
+    embedder = embedder or embedders["default"]
     batch = max(1, settings.EMBED_BATCH_SIZE)
     vectors = np.zeros((len(texts), embedder.dimensions), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -104,14 +106,16 @@ def store_chunk_vectors(
     title: str = "",
     inputs: list[str] | None = None,
     vectors: np.ndarray | None = None,
+    embedder: Embedder | None = None,
 ) -> None:
     """Store one document's chunks in the vector store. `inputs` and `vectors` are given when the caller
-    embedded several documents in one pass (ingestion.indexing batches them); otherwise they are made here."""
-    embedder = embedders["default"]
+    embedded several documents in one pass (ingestion.indexing batches them); otherwise they are made here.
+    `embedder`: the one that made (or makes) the vectors, whose model name is recorded with them."""
+    embedder = embedder or embedders["default"]
     if inputs is None:
         inputs = [embedding_input(c.text, title) for c in chunks]
     if vectors is None:
-        vectors = embed_texts(inputs)
+        vectors = embed_texts(inputs, embedder)
     records = [
         VectorRecord(
             chunk_id=str(c.id), vector=vectors[i], metadata=c.metadata, terms=keyword.term_counts(inputs[i])
@@ -137,10 +141,13 @@ def _record_embedding_model(*, workspace_id: int, chunks: list[Chunk], model_nam
         )
 
 
-def embedded_by_another_model() -> Q:
+def embedded_by_another_model(workspace_id: int | None = None) -> Q:
     """Chunks whose vector came from another model than the configured one. Written as "< current or
     > current": two range scans of the (workspace, embedding_model) index rather than a scan of the
-    workspace. Chunks not embedded yet have no model and are not counted."""
+    workspace. Chunks not embedded yet have no model and are not counted. With a workspace, agents that
+    embed with their own provider are measured against its model (retrieval.providers)."""
+    if workspace_id is not None:
+        return providers.embedded_by_another_model(workspace_id)
     current = embedders["default"].model_name
     return (Q(embedding_model__lt=current) | Q(embedding_model__gt=current)) & ~Q(embedding_model="")
 
@@ -150,7 +157,7 @@ def stale_embeddings(*, workspace_id: int) -> int:
     name), so these chunks are invisible to vector search until reindexed. Every search asks this, so
     the count only runs when one exists."""
     with workspace_scope(workspace_id):
-        others = Chunk.objects.filter(embedded_by_another_model())
+        others = Chunk.objects.filter(embedded_by_another_model(workspace_id))
         return others.count() if others.exists() else 0
 
 
@@ -169,11 +176,18 @@ def _searches_changed(workspace_id: int) -> None:
 
 
 def search_hits(
-    *, workspace_id: int, query: str, params: SearchParams, vector: np.ndarray | None = None
+    *,
+    workspace_id: int,
+    query: str,
+    params: SearchParams,
+    vector: np.ndarray | None = None,
+    embedder: Embedder | None = None,
 ) -> list[tuple[VectorHit, float, float]]:
-    """Ranked (hit, vector score, keyword score) for a query; the hit's score is the reported one."""
+    """Ranked (hit, vector score, keyword score) for a query; the hit's score is the reported one.
+    `embedder`: the one that embedded the chunks searched (an agent's own), whose vectors alone are
+    compared with the query's."""
     store = vector_stores["default"]
-    embedder = embedders["default"]
+    embedder = embedder or embedders["default"]
     want_vector = params.mode in ("hybrid", "vector")
     want_keyword = params.mode in ("hybrid", "keyword")
     if want_vector and vector is None:
@@ -229,7 +243,7 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
     """The search API's search. The same question with the same settings, asked again before the
     workspace's sources change, is answered from the search cache: no embedding and no search, only the
     passages loaded (inside the workspace's scope) for the cached chunk ids."""
-    model_name = embedders["default"].model_name
+    model_name = providers.embedder_for(_one_agent(params.filters)).model_name
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
     generation, cached = semantic_cache.search_lookup(workspace_id=workspace_id, key=key)
     if cached is not None:
@@ -243,6 +257,14 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
             workspace_id=workspace_id, key=key, generation=generation, hits=hits, stale_chunks=stale
         )
     return SearchResult(passages=passages, stale_chunks=stale, cached=False)
+
+
+def _one_agent(filters: Filters | None) -> int | None:
+    """The agent a search is filtered to, when it is exactly one."""
+    agents = validate_filters(filters).get("agent_id") or []
+    if len(agents) == 1 and isinstance(agents[0], int) and not isinstance(agents[0], bool):
+        return agents[0]
+    return None
 
 
 def _without_hidden_sources(workspace_id: int, chunk_ids: list[str]) -> list[str]:
@@ -286,13 +308,20 @@ def _searched(
     *, workspace_id: int, query: str, params: SearchParams, agent_id: int | None
 ) -> tuple[list[Passage], bool]:
     if agent_id is None:
-        ranked = search_hits(workspace_id=workspace_id, query=query, params=params)
+        # Filtered to one agent: that agent's embedder (its vectors are only comparable with its own).
+        # Across agents, the deployment's: agents with their own provider are then found by keywords only.
+        embedder = providers.embedder_for(_one_agent(params.filters))
+        ranked = search_hits(workspace_id=workspace_id, query=query, params=params, embedder=embedder)
     else:
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
+        # The agent's chunks were embedded by its embedder: so is the question, and only vectors of that
+        # model are compared (search_hits), whichever provider the agent uses.
+        embedder = providers.embedder_for(agent_id)
         with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
-            vector = embedders["default"].embed_query(query)
+            vector = embedder.embed_query(query)
         policy = semantic_cache.CachePolicy.of(params)
-        params_key = semantic_cache.params_key(asdict(params))
+        # The model is part of the key: a cached answer is never reused across vector spaces.
+        params_key = semantic_cache.params_key({**asdict(params), "model": embedder.model_name})
         ranked = None
         if policy.enabled:
             ranked = semantic_cache.lookup(
@@ -304,7 +333,9 @@ def _searched(
             )
             metrics.semantic_cache_lookup(hit=ranked is not None)
         if ranked is None:
-            ranked = search_hits(workspace_id=workspace_id, query=query, params=params, vector=vector)
+            ranked = search_hits(
+                workspace_id=workspace_id, query=query, params=params, vector=vector, embedder=embedder
+            )
             if policy.enabled:
                 semantic_cache.store(
                     workspace_id=workspace_id,

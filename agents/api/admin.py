@@ -106,6 +106,12 @@ class AgentWriteSerializer(serializers.Serializer):
     llm_api_key = serializers.CharField(
         allow_null=True, write_only=True, help_text="Write-only. A value replaces the key; null removes it."
     )
+    embedding_provider = serializers.ChoiceField(
+        choices=Agent.EmbeddingProvider.choices,
+        help_text="deployment, or model: the model provider's /embeddings (base URL and key above). A "
+        "change indexes the agent's sources again.",
+    )
+    embedding_model = serializers.CharField(allow_blank=True, help_text="e.g. text-embedding-3-small")
 
 
 def _form_data(agent: Agent, body: dict[str, Any]) -> dict[str, Any]:

@@ -48,11 +48,35 @@ class CitationSerializer(serializers.Serializer):
     url = serializers.URLField(allow_null=True)
 
 
+SearchShownSerializer = inline_serializer(
+    "SearchShown",
+    {
+        "call_id": serializers.CharField(help_text="The search's id; the scope gate's own search is 'gate'."),
+        "query": serializers.CharField(),
+        "hits": inline_serializer(
+            "PassageShown",
+            {
+                "title": serializers.CharField(),
+                "url": serializers.CharField(allow_null=True),
+                "score": serializers.FloatField(),
+                "text": serializers.CharField(),
+            },
+            many=True,
+        ),
+    },
+    many=True,
+    required=False,
+    help_text="Only for a visitor whose signed token carries `passages: true` (the host's signed-in staff): "
+    "each search of the turn with its passages, the gate's included. Never for anyone else.",
+)
+
+
 class ChatResponseSerializer(serializers.Serializer):
     answer = serializers.CharField()
     sources = CitationSerializer(many=True)
     conversation_id = serializers.UUIDField()
     metadata = serializers.DictField()
+    searches = SearchShownSerializer
 
 
 ConversationSerializer = inline_serializer(
@@ -90,7 +114,8 @@ VISITOR_TOKEN = OpenApiParameter(
     OpenApiParameter.HEADER,
     required=False,
     description="A token the host site signed with the workspace's visitor secret: its audiences widen "
-    "what may be retrieved. A forged or expired token is refused (401 invalid_visitor_token).",
+    "what may be retrieved, and its `passages: true` claim shows the passages behind the answer (the "
+    "host's signed-in staff). A forged or expired token is refused (401 invalid_visitor_token).",
 )
 WIDGET_ERRORS = {
     401: OpenApiResponse(ErrorSerializer, description="The visitor token is not valid."),
@@ -155,7 +180,9 @@ class AgentPublicView(APIView):
             conversation=conversation,
             user_text=body.validated_data["message"],
             audiences=self.visitor.audiences,
-            show_hits=False,  # the public API never shows passage text; see the admin preview
+            # Passage text only for a visitor the host vouched for in a token it signed (agents/visitor.py);
+            # nothing in the request body can ask for it.
+            show_hits=self.visitor.passages,
         )
 
 
@@ -173,13 +200,19 @@ class ChatView(AgentPublicView):
     )
     def post(self, request: Request, public_key: str) -> Response:
         final: dict = {}
+        searches: list[dict] = []
         for event in self.turn(request):
             if event["type"] == "error":
                 body = error_body("model_failed", event["message"])
                 return Response({**body, "conversation_id": event["conversation_id"]}, status=502)
+            if event["type"] == "knowledge.hits":  # only emitted where passages may be shown
+                searches.append({k: event[k] for k in ("call_id", "query", "hits")})
             if event["type"] == "done":
                 final = event
-        return Response({k: final[k] for k in ("answer", "sources", "conversation_id", "metadata")})
+        answer = {k: final[k] for k in ("answer", "sources", "conversation_id", "metadata")}
+        if self.visitor.passages:
+            answer["searches"] = searches
+        return Response(answer)
 
 
 def sse(events: Iterator[dict]) -> Iterator[bytes]:
@@ -210,7 +243,9 @@ class ChatStreamView(AgentPublicView):
             **WIDGET_ERRORS,
             (200, "text/event-stream"): OpenApiResponse(
                 description="Events: tool.start, tool.complete, text.delta, error, and a final done "
-                "with {answer, sources, conversation_id, metadata}."
+                "with {answer, sources, conversation_id, metadata}. For a visitor whose signed token carries "
+                "`passages: true`, also knowledge.hits (each search's passages, by call_id) and the scope "
+                "gate's own search as the call 'gate'."
             ),
         },
         summary="Ask the agent; the answer streamed as Server-Sent Events.",

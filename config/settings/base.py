@@ -166,6 +166,11 @@ REST_FRAMEWORK = {
 API_RATE_PER_MINUTE = env.int("API_RATE_PER_MINUTE", default=600)
 API_RATE_WINDOW_SECONDS = env.int("API_RATE_WINDOW_SECONDS", default=60)
 API_RATE_LIMIT_RESOLVER = env("API_RATE_LIMIT_RESOLVER", default="")
+# An agent may embed with its model provider's /embeddings instead of the deployment's embedder
+# (agents/embedding.py); retrieval and ingestion sit below agents, so they reach it through these two
+# functions (retrieval/providers.py).
+AGENT_EMBEDDER_RESOLVER = "agents.embedding.embedder_for_agent"
+AGENT_EMBEDDING_MODELS_RESOLVER = "agents.embedding.agent_embedding_models"
 # How long an Idempotency-Key's answer is kept for replays.
 IDEMPOTENCY_TTL_SECONDS = env.int("IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
 

@@ -91,6 +91,24 @@ class SourceUpdateSerializer(serializers.Serializer):
         help_text='Replaces its metadata, e.g. {"product": "billing", "lang": "de"}. '
         "A change indexes it again.",
     )
+    chunk_size = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Characters per passage (200-8000); null: the default. A change indexes it again.",
+    )
+    chunk_overlap = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Characters carried across a cut (at most a quarter of the chunk size); null: the default.",
+    )
+    record_separator = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text='Text made of records (JSON Lines: "\\n", FAQ dumps: "---"): cut only there, whole records '
+        "packed as many as fit; null or empty: none.",
+    )
 
 
 class DocumentSerializer(serializers.ModelSerializer):

@@ -15,7 +15,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ingestion import labels, lifecycle
+from ingestion import chunk_settings, labels, lifecycle
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import KINDS, get_kind
 from ingestion.kinds.upload import UploadKind, UploadTooLarge
@@ -220,20 +220,34 @@ class SourceDetailView(WorkspaceAPIView):
         parameters=[SOURCE_ID],
         request=SourceUpdateSerializer,
         responses={200: SourceSerializer, 400: ErrorSerializer, **NOT_FOUND, **ERRORS},
-        summary="Change the title, schedule, pause, audiences or metadata (the last two index it again).",
+        summary="Change the title, schedule, pause, audiences, metadata or chunking (the last three index it "
+        "again).",
     )
     def patch(self, request: Request, source_id: int) -> Response:
         source = _source(source_id)
         body = SourceUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        changes = {k: v for k, v in body.validated_data.items() if k not in LABEL_FIELDS}
-        wanted_labels = {k: v for k, v in body.validated_data.items() if k in LABEL_FIELDS}
+        data = body.validated_data
+        changes = {k: v for k, v in data.items() if k not in (*LABEL_FIELDS, *chunk_settings.FIELDS)}
+        wanted_labels = {k: v for k, v in data.items() if k in LABEL_FIELDS}
+        # Fields not sent keep their value; null resets one to the deployment's default.
+        chunking = None
+        if set(chunk_settings.FIELDS) & set(data):
+            kept = {k: v for k, v in source.config.items() if k in chunk_settings.FIELDS}
+            chunking = {**kept, **{k: data[k] for k in chunk_settings.FIELDS if k in data}}
         try:
             labels.labels_config(**wanted_labels)  # checked before anything is written
+            if chunking is not None:
+                chunk_settings.validated(chunking)
             source = lifecycle.source_update(source=source, **changes)
-            if wanted_labels:
-                labels.source_set_labels(source=source, **wanted_labels)
-                source.refresh_from_db()
+            chunk_settings.settings_then_labels(
+                source=source,
+                chunking=chunking,
+                set_labels=lambda: (
+                    bool(wanted_labels) and labels.source_set_labels(source=source, **wanted_labels)
+                ),
+            )
+            source.refresh_from_db()
         except KindError as exc:
             raise ValidationError(exc.errors) from exc
         return Response(SourceSerializer(source).data)

@@ -11,11 +11,11 @@ from django.conf import settings
 
 from agents.forms import AgentSettingsForm
 from agents.models import Agent
-from ingestion import labels, lifecycle
+from ingestion import chunk_settings, labels, lifecycle
 from ingestion.crawl.discover import discover
 from ingestion.crawl.errors import FetchError
 from ingestion.crawl.fetch import fetch_policy
-from ingestion.kinds.base import KindError
+from ingestion.kinds.base import SEPARATOR_ESCAPES, KindError
 from ingestion.kinds.registry import addable_kinds, get_kind
 from ingestion.kinds.upload import UploadTooLarge
 from ingestion.kinds.url import UrlKind
@@ -39,7 +39,7 @@ def source_add(
         return lifecycle.upload_create(
             workspace=workspace, agent_id=agent.id, files=files, title=title, labels=form_labels(form)
         )
-    payload: dict[str, Any] = {}
+    payload: dict[str, Any] = dict(chunk_settings.validated(form_chunking(form) or {}))
     for field in kind.form_fields:
         value = str(form.get(field, "") or "")
         if value.strip() or (
@@ -62,10 +62,13 @@ def source_add(
 
 def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
     """The source's settings form: title, schedule (for kinds that sync again), pause, hidden while paused,
-    audiences and metadata (a change of those indexes it again). Unticked boxes are absent from a form post,
-    so the two switches are read as present-or-not."""
+    audiences, metadata and chunking (a change of those three indexes it again, once). Unticked boxes are
+    absent from a form post, so the two switches are read as present-or-not."""
     schedule = str(form.get("schedule") or "") if get_kind(source.kind).resyncable else None
     new_labels = form_labels(form, empty_is_public=True)
+    chunking = form_chunking(form)
+    if chunking is not None:
+        chunk_settings.validated(chunking)  # checked before anything is written
     source = lifecycle.source_update(
         source=source,
         title=str(form.get("title", source.title)),
@@ -73,11 +76,43 @@ def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
         paused=_ticked(form.get("paused")),
         hidden_while_paused=_ticked(form.get("hidden_while_paused")),
     )
-    if new_labels:
-        labels.source_set_labels(
-            source=source, audiences=new_labels.get("audience"), metadata=new_labels.get("metadata")
-        )
+    chunk_settings.settings_then_labels(
+        source=source,
+        chunking=chunking,
+        set_labels=lambda: (
+            bool(new_labels)
+            and labels.source_set_labels(
+                source=source, audiences=new_labels.get("audience"), metadata=new_labels.get("metadata")
+            )
+        ),
+    )
     return source
+
+
+def form_chunking(form: dict[str, Any]) -> dict[str, Any] | None:
+    """The chunk size, overlap and record separator as typed (empty: the deployment's default), or None
+    when the form has none of them (a post from a page without the chunking fields)."""
+    if not any(name in form for name in chunk_settings.FIELDS):
+        return None
+    typed = {name: str(form.get(name) or "") for name in chunk_settings.FIELDS}
+    for name in ("chunk_size", "chunk_overlap"):
+        value = typed[name].strip()
+        if value and not value.isdigit():
+            raise KindError({name: ["A whole number of characters, or empty for the default."]})
+    return typed
+
+
+def chunking_text(source: Source) -> dict[str, str]:
+    """A source's chunking as the settings form shows it: the separator with its escapes (\\n) typed."""
+    shown = {name: source.config.get(name) for name in chunk_settings.FIELDS}
+    separator = shown["record_separator"] or ""
+    for typed, meant in SEPARATOR_ESCAPES.items():
+        separator = separator.replace(meant, typed)
+    return {
+        "chunk_size": "" if shown["chunk_size"] is None else str(shown["chunk_size"]),
+        "chunk_overlap": "" if shown["chunk_overlap"] is None else str(shown["chunk_overlap"]),
+        "record_separator": separator,
+    }
 
 
 def form_labels(form: dict[str, Any], *, empty_is_public: bool = False) -> dict[str, Any]:

@@ -60,6 +60,8 @@ def test_every_setting_of_the_settings_page_can_be_changed(api, agent):
         "llm_base_url": "http://127.0.0.1:9/v1",
         "llm_model": "small-model",
         "llm_api_key": "sk-secret",
+        "embedding_provider": "model",
+        "embedding_model": "text-embedding-3-small",
     }
     from agents.forms import AgentSettingsForm
 

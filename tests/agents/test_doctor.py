@@ -57,6 +57,7 @@ def test_a_healthy_agent_has_no_findings_and_the_model_is_called_once(healthy, p
         "embedder",
         "services",
         "model",
+        "agent_embedder",
         "sources",
         "embeddings",
         "knowledge",

@@ -335,3 +335,34 @@ def test_passages_are_shown_only_when_the_answer_carries_them_and_only_as_text(
     page.locator(".gw-bot").last.locator(".gw-sources").wait_for(timeout=20000)
     assert page.locator(".gw-bot").last.locator(".gw-passages").count() == 0
     page.close()
+
+
+def test_the_hosts_signed_in_staff_see_the_passages_and_visitors_do_not(browser, host_site, workspace, agent):
+    from agents.visitor import sign
+
+    index_text(workspace, agent, "Warranty", "Every kettle carries a two-year warranty against defects.")
+    staff = sign(workspace.visitor_secret, user_id="staff-1", audiences=[], passages=True)
+    anonymous_html = host_site.page["html"]
+
+    def ask(html: str):
+        host_site.page["html"] = html
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(host_site.url("/"))
+        page.click(".gw-launch")
+        page.fill(".gw-form input", "How long is the warranty on the kettle?")
+        page.click(".gw-form button")
+        answer = page.locator(".gw-bot").last
+        answer.locator(".gw-sources li").first.wait_for(timeout=20000)
+        return page, answer
+
+    page, answer = ask(anonymous_html.replace("defer>", f'data-visitor-token="{staff}" defer>'))
+    passages = answer.locator(".gw-passages")
+    assert passages.locator("summary").text_content() == "Passages (1)"
+    passages.locator("summary").click()
+    assert "two-year warranty against defects" in passages.locator("li").first.inner_text()
+    page.screenshot(path=str(SCREENSHOTS / "widget-passages.png"))
+    page.close()
+
+    page, answer = ask(anonymous_html)
+    assert answer.locator(".gw-passages").count() == 0
+    page.close()

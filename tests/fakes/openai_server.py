@@ -37,6 +37,8 @@ class FakeProvider:
     chat: Callable[[dict], dict] = lambda body: {"content": "Hello from the model."}
     #: Seconds each /embeddings answer waits first: a provider that hangs (the fault harness sets it).
     embedding_delay: float = 0.0
+    #: Shorten vectors to a request's `dimensions`, as OpenAI's text-embedding-3 models do.
+    honours_dimensions: bool = False
 
     def chat_requests(self) -> list[dict]:
         return [r["body"] for r in self.requests if r["path"] == "/v1/chat/completions"]
@@ -68,8 +70,11 @@ def openai_compatible_server(provider: FakeProvider) -> Iterator[FakeProvider]:
                 if provider.embedding_delay:
                     time.sleep(provider.embedding_delay)
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                size = provider.dimensions
+                if provider.honours_dimensions and body.get("dimensions"):
+                    size = int(body["dimensions"])
                 data = [
-                    {"object": "embedding", "index": i, "embedding": fake_vector(text, provider.dimensions)}
+                    {"object": "embedding", "index": i, "embedding": fake_vector(text, size)}
                     for i, text in enumerate(inputs)
                 ]
                 # Real providers do not promise order; the client must sort by index.

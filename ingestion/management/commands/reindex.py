@@ -94,6 +94,6 @@ class Command(BaseCommand):
         with workspace_scope(workspace_id):
             sources = Source.objects.order_by("id")
             if stale_only:
-                stale = Chunk.objects.filter(embedded_by_another_model()).values("source_id")
+                stale = Chunk.objects.filter(embedded_by_another_model(workspace_id)).values("source_id")
                 sources = sources.filter(id__in=stale)
             return list(sources)

@@ -17,7 +17,7 @@ from agents import doctor
 from agents import services as agent_services
 from agents.models import Agent
 from sources import selectors
-from sources.models import Membership, Source
+from sources.models import EMBEDDING_DIMENSIONS, Membership, Source
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters
 from sources.web.decorators import for_agent, forbidden, manager_required
@@ -137,5 +137,6 @@ def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -
         snippet=presenters.widget_snippet(host=host, agent=agent),
         preview_url=reverse("agent-preview-chat", args=[agent.id]),
         auto_sources_per_hour=settings.AUTO_SOURCES_PER_HOUR,
+        embedding_dimensions=EMBEDDING_DIMENSIONS,
     )
     return render(request, "app/agent_settings.html", context)

@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents.models import Agent
-from ingestion import lifecycle
+from ingestion import chunk_settings, lifecycle
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import fetching_kind_names
 from ingestion.kinds.upload import UploadTooLarge, human_size
@@ -64,6 +64,7 @@ def _sources_page(
         upload_max_files=settings.UPLOAD_MAX_FILES_PER_REQUEST,
         schedules=presenters.schedule_choices(),
         default_schedule=membership.workspace.default_schedule,
+        chunk_defaults={"size": settings.CHUNK_TARGET_CHARS, "overlap": settings.CHUNK_OVERLAP_CHARS},
         **_sources_context(agent, request.GET),
         **extra,
     )
@@ -291,10 +292,19 @@ def source_preview_page(request: HttpRequest, source: Source, membership: Member
 @require_http_methods(["GET", "POST"])
 @for_source
 def source_settings(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
-    """A source's title, sync schedule and pause; everyone sees them, owners and admins change them."""
+    """A source's title, sync schedule, pause, labels and chunking; everyone sees them, owners and admins
+    change them. The Preview button (without JavaScript) shows the chunks typed settings make, unsaved."""
     errors: dict[str, list[str]] = {}
     status = 200
-    if request.method == "POST":
+    chunking = forms.chunking_text(source)
+    chunk_preview = None
+    if request.method == "POST" and "preview" in request.POST:
+        chunking = {name: str(request.POST.get(name, "")) for name in chunking}
+        try:
+            chunk_preview = _chunk_preview(source, request.POST)
+        except KindError as exc:
+            errors, status = exc.errors, 400
+    elif request.method == "POST":
         if not membership.can_manage:
             return forbidden(request)
         try:
@@ -317,8 +327,44 @@ def source_settings(request: HttpRequest, source: Source, membership: Membership
         schedules=presenters.schedule_choices(),
         errors=errors,
         labels=forms.labels_text(source),
+        chunking=chunking,
+        chunk_defaults={"size": settings.CHUNK_TARGET_CHARS, "overlap": settings.CHUNK_OVERLAP_CHARS},
+        chunk_preview=chunk_preview,
     )
     return render(request, "app/source_settings.html", context, status=status)
+
+
+def _chunk_preview(source: Source | None, form: Any) -> dict[str, Any]:
+    """The chunks the typed settings make of the typed text, or of the source's own kept text."""
+    chosen = chunk_settings.validated(forms.form_chunking(form) or {})
+    text = str(form.get("preview_text") or form.get("content") or "")
+    if source is None:
+        if not text.strip():
+            raise KindError({"content": ["Paste the text to preview first."]})
+        chunking = chunk_settings.default_chunking(chosen)
+        return chunk_settings.preview(chunking=chunking, texts=[("Pasted text", text)]).as_dict()
+    return chunk_settings.source_preview(source=source, chosen=chosen, text=text).as_dict()
+
+
+@require_POST
+@for_source
+def source_chunk_preview(request: HttpRequest, source: Source, membership: Membership) -> JsonResponse:
+    """The settings page's Preview: nothing is saved, so every member may look."""
+    try:
+        return JsonResponse(_chunk_preview(source, body_of(request)))
+    except KindError as exc:
+        return errors_response(exc.errors)
+
+
+@require_POST
+@for_agent
+@manager_required
+def text_chunk_preview(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
+    """The add dialog's Preview: the chunks its settings make of the pasted text, before it is added."""
+    try:
+        return JsonResponse(_chunk_preview(None, body_of(request)))
+    except KindError as exc:
+        return errors_response(exc.errors)
 
 
 @require_GET
