@@ -7,6 +7,7 @@ What differs by kind is asked of the kind (ingestion/kinds/); nothing here names
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -24,6 +25,7 @@ from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
 from ingestion.pages import max_countdown
 from retrieval import cache as semantic_cache
+from sources import quotas
 from sources.models import ACTIVE_STATUSES, Document, Schedule, Source, Status, Workspace
 from sources.tenancy import workspace_scope
 
@@ -84,7 +86,8 @@ def source_create(
     (off/hourly/daily/weekly) applies to kinds with something to sync again; None: the workspace's default.
     `labels`: its audiences and metadata as ingestion.labels.labels_config made them.
 
-    Raises KindError (field -> messages) for anything a person should correct; nothing is written then.
+    Raises KindError (field -> messages) for anything a person should correct, QuotaExceeded when the
+    workspace's plan has no room for it; nothing is written then.
     """
     errors: dict[str, list[str]] = {}
     with workspace_scope(workspace.id):
@@ -113,6 +116,9 @@ def source_create(
                 errors["schedule"] = [str(exc)]
         if errors:
             raise KindError(errors)
+        # What the request brings is what will be stored (a pasted text; an address is a few bytes).
+        incoming = len(json.dumps(payload, default=str).encode())
+        quotas.check_sources_create(workspace, incoming_bytes=incoming, fetches=source_kind.fetches_pages)
         with transaction.atomic():
             source = Source.objects.create(
                 agent=agent,
@@ -144,6 +150,9 @@ def upload_create(
         uploads = Source.objects.filter(kind=UploadKind.name).only("state")
         used = sum(s.state.get("size", 0) for s in uploads)
         incoming = sum(u.size for u in files)
+        quotas.check_sources_create(
+            workspace, sources=len(files), documents=len(files), incoming_bytes=incoming
+        )
         if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
             raise UploadTooLarge(
                 f"This workspace's files would take {human_size(used + incoming)}; "
@@ -180,6 +189,9 @@ def upload_replace(*, source: Source, upload: Any) -> None:
         raise KindError({"file": ["This file is being processed; wait until it has finished."]})
     check_upload_size(upload)
     with workspace_scope(source.workspace_id):
+        growth = upload.size - int(source.state.get("size", 0))
+        if growth > 0:
+            quotas.check(source.workspace, "stored_bytes", growth)
         storage.delete_files(source.workspace_id, source.id)  # stale segments must not be read back
         labels = {k: v for k, v in source.config.items() if k in ("audience", "metadata")}
         source.config = {"filename": upload_filename(upload), **labels}
@@ -275,6 +287,8 @@ def retry_failed(*, source: Source) -> int:
             return 0
         if not kind.fetches_pages:
             return len(failed) if source_reindex(source=source) else 0
+        # Fetching them again counts against today's crawl pages (QuotaExceeded when none are left).
+        failed = failed[: quotas.take(source.workspace, "crawl_pages", len(failed))]
         Document.objects.filter(id__in=failed).update(
             status=Status.PENDING, error="", error_detail="", due_by=None, updated_at=timezone.now()
         )

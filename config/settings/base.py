@@ -128,7 +128,10 @@ REST_FRAMEWORK = {
 # function (workspace) -> int | None that sets a workspace's own limit (its plan).
 API_RATE_PER_MINUTE = env.int("API_RATE_PER_MINUTE", default=600)
 API_RATE_WINDOW_SECONDS = env.int("API_RATE_WINDOW_SECONDS", default=60)
-API_RATE_LIMIT_RESOLVER = env("API_RATE_LIMIT_RESOLVER", default="")
+API_RATE_LIMIT_RESOLVER = env("API_RATE_LIMIT_RESOLVER", default="sources.plans.api_rate_limit")
+# Plans and quotas (sources/plans.py, sources/quotas.py): a workspace without a plan is on this one (a data
+# migration creates it with no limits; operators edit it in the Django admin).
+GROUNDED_DEFAULT_PLAN = env("GROUNDED_DEFAULT_PLAN", default="default")
 # How long an Idempotency-Key's answer is kept for replays.
 IDEMPOTENCY_TTL_SECONDS = env.int("IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
 

@@ -49,11 +49,26 @@ def test_creates_the_owner_a_one_time_password_link_and_a_working_api_key():
     assert b"has been used or has expired" in again.content
 
 
-def test_refuses_a_taken_slug_and_a_bad_email_and_says_plans_are_not_stored():
+def test_refuses_a_taken_slug_a_bad_email_and_an_unknown_plan():
+    from sources.models import Workspace
+
     create(name="Acme", owner_email="a@acme.example")
     with pytest.raises(CommandError, match="exists already"):
         create(name="Acme", owner_email="b@acme.example")
     with pytest.raises(CommandError, match="not an email"):
         create(name="Other", owner_email="nobody")
-    _, err = create(name="Planned", owner_email="p@acme.example", plan="team")
-    assert "not stored yet" in err
+    with pytest.raises(CommandError, match="No plan named 'team'; plans: default"):
+        create(name="Planned", owner_email="p@acme.example", plan="team")
+    assert not Workspace.objects.filter(name="Planned").exists()
+
+
+def test_plan_is_stored_and_printed():
+    from sources.models import Plan, Workspace
+
+    Plan.objects.create(name="team", label="Team", max_sources=50)
+    out, _ = create(name="Planned", owner_email="p@acme.example", plan="team")
+    assert Workspace.objects.get(name="Planned").plan.name == "team"
+    assert "Plan:          Team" in out
+    out, _ = create(name="Unplanned", owner_email="u@acme.example")
+    assert Workspace.objects.get(name="Unplanned").plan is None  # on the default plan, which it prints
+    assert "Plan:          Default" in out

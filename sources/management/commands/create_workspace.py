@@ -16,7 +16,8 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.text import slugify
 
-from sources.models import Membership, Workspace
+from sources.models import Membership, Plan, Workspace
+from sources.plans import plan_for
 from sources.services import api_key_create
 from sources.tenancy import workspace_scope
 
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             "--base-url", default="http://localhost:8000", help="The site's public address, for the link."
         )
         parser.add_argument(
-            "--plan", default="", help="Accepted for scripts written ahead of plans; not stored yet."
+            "--plan", default="", help="The plan's name (see the admin's Plans); default: the default plan."
         )
 
     def handle(self, *args: object, **options: str) -> None:
@@ -46,9 +47,15 @@ class Command(BaseCommand):
             raise CommandError("Give the workspace a name with at least one letter or digit.")
         if Workspace.objects.filter(slug=slug).exists():
             raise CommandError(f"A workspace with the slug {slug!r} exists already; pass another --slug.")
+        plan = None
+        if options["plan"]:
+            plan = Plan.objects.filter(name=options["plan"]).first()
+            if plan is None:
+                known = ", ".join(Plan.objects.order_by("name").values_list("name", flat=True))
+                raise CommandError(f"No plan named {options['plan']!r}; plans: {known or 'none'}.")
         users = get_user_model()
         with transaction.atomic():
-            workspace = Workspace.objects.create(name=name[:200], slug=slug[:80])
+            workspace = Workspace.objects.create(name=name[:200], slug=slug[:80], plan=plan)
             owner = users.objects.filter(username=email).first()
             if owner is None:
                 owner = users.objects.create_user(email, email)  # no usable password until the link is used
@@ -62,11 +69,10 @@ class Command(BaseCommand):
         link = options["base_url"].rstrip("/") + path
         self.stdout.write(
             f"Workspace:     {workspace.name} ({workspace.slug})\n"
+            f"Plan:          {plan or plan_for(workspace)}\n"
             f"Owner:         {email} (sign in with this email as the username)\n"
             f"Set password:  {link}\n"
             f"               (works once; open it before anyone else can)\n"
             f"API key:       {raw_key}\n"
             f"               (shown only now; create more in the web UI or with create_api_key)\n"
         )
-        if options["plan"]:
-            self.stderr.write(f"Note: plans are not stored yet; --plan {options['plan']!r} was ignored.")

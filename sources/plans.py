@@ -1,0 +1,66 @@
+"""Which plan a workspace is on: its own, or the default one named by settings.GROUNDED_DEFAULT_PLAN.
+
+The API throttle asks on every request, so answers are kept in this process for PLAN_CACHE_SECONDS: a plan
+edited in the Django admin reaches running web processes within that time. Quota checks read fresh.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from sources.models import Plan, Workspace
+
+PLAN_CACHE_SECONDS = 10.0
+_cache: dict[int, tuple[float, Plan]] = {}
+
+
+class UnknownPlan(ValueError):
+    pass
+
+
+def default_plan() -> Plan:
+    name = settings.GROUNDED_DEFAULT_PLAN
+    plan = Plan.objects.filter(name=name).first()
+    if plan is None:
+        # No silent "unlimited": the operator removed or renamed the plan every planless workspace is on.
+        raise ImproperlyConfigured(
+            f"GROUNDED_DEFAULT_PLAN names the plan {name!r}, which does not exist; create it in the admin."
+        )
+    return plan
+
+
+def plan_for(workspace: Workspace, *, cached: bool = False) -> Plan:
+    if cached:
+        hit = _cache.get(workspace.id)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+    plan_id = Workspace.objects.filter(id=workspace.id).values_list("plan_id", flat=True).first()
+    plan = Plan.objects.filter(id=plan_id).first() if plan_id else None
+    plan = plan or default_plan()
+    _cache[workspace.id] = (time.monotonic() + PLAN_CACHE_SECONDS, plan)
+    return plan
+
+
+def assign_plan(workspace: Workspace, name: str) -> Plan:
+    """Put a workspace on the plan of that name (create_workspace --plan, the admin)."""
+    plan = Plan.objects.filter(name=name).first()
+    if plan is None:
+        known = ", ".join(Plan.objects.order_by("name").values_list("name", flat=True))
+        raise UnknownPlan(f"No plan named {name!r}; plans: {known or 'none'}.")
+    Workspace.objects.filter(id=workspace.id).update(plan=plan)
+    workspace.plan = plan
+    _cache.pop(workspace.id, None)
+    return plan
+
+
+def api_rate_limit(workspace: Workspace) -> int | None:
+    """settings.API_RATE_LIMIT_RESOLVER: the plan's requests per minute, as requests per the throttle's
+    window. None (no limit on the plan) leaves the deployment's API_RATE_PER_MINUTE in force."""
+    per_minute = plan_for(workspace, cached=True).api_requests_per_minute
+    if per_minute is None:
+        return None
+    return max(math.ceil(per_minute * settings.API_RATE_WINDOW_SECONDS / 60), 1)
