@@ -46,6 +46,12 @@ class PlanAdmin(admin.ModelAdmin):
         "max_members",
     ]
 
+    def has_delete_permission(self, request: HttpRequest, obj: Plan | None = None) -> bool:
+        # Every workspace without a plan of its own is on the default one.
+        if obj is not None and obj.name == settings.GROUNDED_DEFAULT_PLAN:
+            return False
+        return super().has_delete_permission(request, obj)
+
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):

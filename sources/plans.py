@@ -6,14 +6,15 @@ edited in the Django admin reaches running web processes within that time. Quota
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 
 from sources.models import Plan, Workspace
 
+log = logging.getLogger(__name__)
 PLAN_CACHE_SECONDS = 10.0
 _cache: dict[int, tuple[float, Plan]] = {}
 
@@ -23,13 +24,13 @@ class UnknownPlan(ValueError):
 
 
 def default_plan() -> Plan:
+    """The plan named by GROUNDED_DEFAULT_PLAN. Migration 0012 creates it and the admin refuses to delete
+    it; should it still be missing (a test database flushed between tests, a renamed setting), it is
+    created again with no limits, as the migration would, and operators are told in the log."""
     name = settings.GROUNDED_DEFAULT_PLAN
-    plan = Plan.objects.filter(name=name).first()
-    if plan is None:
-        # No silent "unlimited": the operator removed or renamed the plan every planless workspace is on.
-        raise ImproperlyConfigured(
-            f"GROUNDED_DEFAULT_PLAN names the plan {name!r}, which does not exist; create it in the admin."
-        )
+    plan, created = Plan.objects.get_or_create(name=name, defaults={"label": "Default"})
+    if created:
+        log.warning("the default plan %r was missing; created it with no limits", name)
     return plan
 
 

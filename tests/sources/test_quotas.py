@@ -63,12 +63,18 @@ def test_a_workspace_without_a_plan_is_on_the_default_plan_from_settings(workspa
         quotas.check(workspace, "sources")
 
 
-def test_a_default_plan_that_is_gone_fails_loudly(workspace, settings):
-    from django.core.exceptions import ImproperlyConfigured
+def test_a_missing_default_plan_is_made_again_without_limits_and_the_admin_cannot_delete_it(
+    workspace, settings, client, caplog
+):
+    from django.contrib.auth import get_user_model
 
     settings.GROUNDED_DEFAULT_PLAN = "renamed"
-    with pytest.raises(ImproperlyConfigured, match="renamed"):
-        plan_for(workspace)
+    assert plan_for(workspace).name == "renamed" and "was missing" in caplog.text
+    operator = get_user_model().objects.create_superuser("operator", "op@example.com", "pw")
+    client.force_login(operator)
+    plan = Plan.objects.get(name="renamed")
+    assert client.post(f"/admin/sources/plan/{plan.id}/delete/", {"post": "yes"}).status_code == 403
+    assert Plan.objects.filter(name="renamed").exists()
 
 
 # --- stock quotas through the API --------------------------------------------------------------------
