@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ingestion import backlog, sync
+from ingestion import backlog, lanes, sync
 from ingestion import files as storage
 from ingestion.indexing import delete_source_chunks, source_refresh_status
 from ingestion.kinds.base import KindError
@@ -66,7 +66,8 @@ def _queue(task_name: str, source: Source, countdown: float | None = None) -> No
     if countdown is not None:
         # A message waiting past the broker's visibility timeout is handed to a second worker (pages.py).
         countdown = min(countdown, max_countdown())
-    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown))
+    lane = lanes.lane_for(source)
+    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown, **lane.options))
 
 
 # --- creating ------------------------------------------------------------------------------------------
@@ -350,9 +351,12 @@ def pump_pages(*, workspace_id: int, source_id: int) -> int:
                     published.append(document_id)
                     free -= 1
 
+    lane = lanes.lane_for_source_id(workspace_id, source_id) if published else lanes.NO_LANE
+
     def publish() -> None:
         for document_id in published:
-            tasks.crawl_page.delay(workspace_id=workspace_id, document_id=document_id)
+            kwargs = {"workspace_id": workspace_id, "document_id": document_id}
+            tasks.crawl_page.apply_async(kwargs=kwargs, **lane.options)
 
     transaction.on_commit(publish)
     return len(published)
@@ -365,10 +369,12 @@ def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
 
     if not document_ids:
         return
+    lane = lanes.lane_for_documents(workspace_id, document_ids)
 
     def publish() -> None:
         for document_id in document_ids:
-            tasks.index_document.delay(workspace_id=workspace_id, document_id=document_id)
+            kwargs = {"workspace_id": workspace_id, "document_id": document_id}
+            tasks.index_document.apply_async(kwargs=kwargs, **lane.options)
 
     transaction.on_commit(publish)
 

@@ -12,7 +12,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
-from ingestion import indexing, lifecycle, pages, sweeper
+from ingestion import indexing, lanes, lifecycle, pages, sweeper
 from ingestion.crawl import hosts, robots
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.registry import get_kind
@@ -83,6 +83,7 @@ def crawl_page(
             reserved_at=reserved_at,
             max_wait=min(settings.CRAWL_HOST_MAX_WAIT, pages.max_countdown()),
         )
+        lane = lanes.lane_for_source_id(workspace_id, document.source_id).options
         if not slot.granted and waits < settings.CRAWL_MAX_HOST_WAITS:
             # The host is busy or asks for spacing: come back when our turn should come (spends no attempt).
             pages.page_waits(document=document, seconds=slot.wait)
@@ -96,6 +97,7 @@ def crawl_page(
                     "reserved_at": slot.reserved_at,
                 },
                 countdown=slot.wait,
+                **lane,
             )
             return
         try:
@@ -112,14 +114,16 @@ def crawl_page(
             crawl_page.apply_async(
                 kwargs={**following, "attempt": attempt + 1, "requeues": requeues},
                 countdown=min(outcome.retry_in, pages.max_countdown()),
+                **lane,
             )
         elif outcome.requeue_in is not None:
             crawl_page.apply_async(
                 kwargs={**following, "attempt": attempt, "requeues": requeues + 1},
                 countdown=min(outcome.requeue_in, pages.max_countdown()),
+                **lane,
             )
         elif outcome.index:
-            transaction.on_commit(lambda: index_document.delay(**following))
+            transaction.on_commit(lambda: index_document.apply_async(kwargs=following, **lane))
         indexing.source_refresh_status(source_id=document.source_id)
         # This page's place in its source's wave may be free now: publish the next pages.
         lifecycle.pump_pages(workspace_id=workspace_id, source_id=document.source_id)

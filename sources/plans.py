@@ -39,9 +39,7 @@ def plan_for(workspace: Workspace, *, cached: bool = False) -> Plan:
         hit = _cache.get(workspace.id)
         if hit is not None and hit[0] > time.monotonic():
             return hit[1]
-    plan_id = Workspace.objects.filter(id=workspace.id).values_list("plan_id", flat=True).first()
-    plan = Plan.objects.filter(id=plan_id).first() if plan_id else None
-    plan = plan or default_plan()
+    plan = Plan.objects.filter(workspaces__id=workspace.id).first() or default_plan()  # one query
     _cache[workspace.id] = (time.monotonic() + PLAN_CACHE_SECONDS, plan)
     return plan
 
