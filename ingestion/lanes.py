@@ -27,6 +27,8 @@ from django.conf import settings
 from sources.models import ACTIVE_STATUSES, Document, Source
 from sources.tenancy import workspace_scope
 
+# A file bigger than this is parsed for minutes, not seconds: bulk, so it never holds a crawl process.
+SMALL_FILE_BYTES = 2 * 1024 * 1024
 INTERACTIVE_PRIORITY = 0  # the Redis transport serves 0 first (priority steps 0, 3, 6, 9)
 BULK_PRIORITY = 6
 
@@ -52,6 +54,8 @@ def lane_for(source: Source) -> Lane:
         return NO_LANE
     if source.pages_total > settings.INGESTION_SMALL_SOURCE_PAGES:
         return BULK
+    if int((source.state or {}).get("size", 0)) > SMALL_FILE_BYTES:
+        return BULK
     with workspace_scope(source.workspace_id):
         busy = Source.objects.filter(status__in=ACTIVE_STATUSES).exclude(id=source.id)
         if busy.count() >= settings.INGESTION_INTERACTIVE_MAX_ACTIVE:
@@ -63,7 +67,9 @@ def lane_for_source_id(workspace_id: int, source_id: int) -> Lane:
     if not settings.INGESTION_LANES:
         return NO_LANE
     with workspace_scope(workspace_id):
-        source = Source.objects.filter(id=source_id).only("id", "workspace_id", "pages_total").first()
+        source = (
+            Source.objects.filter(id=source_id).only("id", "workspace_id", "pages_total", "state").first()
+        )
     return lane_for(source) if source is not None else NO_LANE
 
 

@@ -81,3 +81,16 @@ def test_without_lanes_everything_is_published_as_before(broker, workspace, agen
     settings.INGESTION_LANES = False
     text(workspace, agent)
     assert broker() == {"index": ["ingestion.tasks.index_source"]}
+
+
+def test_a_big_file_is_bulk_so_it_never_holds_a_crawl_process(broker, workspace, agent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    small = SimpleUploadedFile("small.txt", b"hello " * 100, content_type="text/plain")
+    big = SimpleUploadedFile("big.txt", b"hello " * (lanes.SMALL_FILE_BYTES // 5), content_type="text/plain")
+    lifecycle.upload_create(workspace=workspace, agent_id=agent.id, files=[small])
+    lifecycle.upload_create(workspace=workspace, agent_id=agent.id, files=[big])
+    assert broker() == {
+        "interactive": ["ingestion.tasks.index_upload"],
+        f"index:{lanes.BULK_PRIORITY}": ["ingestion.tasks.index_upload"],
+    }

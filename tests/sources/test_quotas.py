@@ -287,3 +287,15 @@ def test_metering_never_grants_past_the_limit_and_counts_only_what_it_grants(wor
     with pytest.raises(quotas.QuotaExceeded):
         quotas.take(workspace, "crawl_pages", 1)
     assert metering.used(workspace_id=workspace.id, metric="crawl_pages") == 10
+
+
+def test_pushed_documents_count_against_the_documents_quota(api, agent, workspace, on_plan):
+    on_plan(max_documents=2)
+    url = f"/api/v1/agents/{agent.id}/documents:batch"
+    docs = [{"external_id": f"d{i}", "title": f"Doc {i}", "text": "Some text."} for i in range(3)]
+    refused = api.post(url, {"documents": docs}, format="json")
+    assert_refused(refused, "documents", limit=2, usage=0)
+    assert sources_of(workspace) == 0  # not even the agent's push source
+    assert api.post(url, {"documents": docs[:2]}, format="json").status_code in (200, 207)
+    again = api.post(url, {"documents": docs[:2]}, format="json")  # the same ids: nothing new, allowed
+    assert again.status_code in (200, 207), again.content
