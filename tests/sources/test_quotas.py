@@ -158,7 +158,13 @@ def test_members_quota_is_checked_before_adding(workspace, owner, on_plan):
     assert (refused.value.quota, refused.value.limit, refused.value.usage) == ("members", 1, 1)
     with workspace_scope(workspace.id):
         assert Membership.objects.count() == 1
-    quotas.check_members(workspace, adding=0)  # what the invitations code calls: at the limit, no more
+    # What the invitations code calls, counting its pending invitations in `adding`.
+    with pytest.raises(quotas.QuotaExceeded):
+        quotas.check_members(workspace, adding=1)
+    Plan.objects.filter(name="tight").update(max_members=3)
+    quotas.check_members(workspace, adding=2)
+    with pytest.raises(quotas.QuotaExceeded):
+        quotas.check_members(workspace, adding=3)
 
 
 def test_chat_messages_quota_with_its_monthly_reset(client, agent, workspace, on_plan):
