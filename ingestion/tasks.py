@@ -7,8 +7,11 @@ source's ingestion means is its kind's (ingestion/kinds/); new work is queued by
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import transaction
 
@@ -18,6 +21,23 @@ from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.registry import get_kind
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
+
+log = logging.getLogger(__name__)
+
+
+@worker_process_init.connect
+def warm_embedder(**_kwargs: object) -> None:
+    """Every worker process takes interactive work (ingestion/lanes.py), so each loads the embedder before
+    its first job: a crawl process would otherwise load it on a small source's first job, which then took
+    3-4 s instead of a fraction of one (docs/BENCHMARKS.md, "Fair work across workspaces")."""
+    if not settings.INGESTION_LANES:
+        return
+    try:
+        from retrieval.services import embed_texts
+
+        embed_texts(["warm-up"])
+    except Exception:  # a worker that cannot embed yet still crawls; its first index job will say why
+        log.exception("could not load the embedder at worker start")
 
 
 @shared_task(acks_late=True)

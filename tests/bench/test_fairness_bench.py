@@ -7,11 +7,12 @@ A's crawl proceeds at full speed when nobody else waits (ingestion/lanes.py).
 One run, real worker processes in the layout of `make run` (a crawl worker x2 and an index worker x1, both
 also consuming the interactive queue), a generated documentation site served on 127.0.0.1
 (tests/bench/generated_site.py; GROUNDED_BENCH_FAIR_PAGES, 120 with GROUNDED_BENCH_FAIRNESS=full as in
-`make bench`, 30 otherwise). Lanes off (first come, first served: the baseline), then on:
+`make bench`, 12 otherwise: `make test` only keeps the machinery tested). Lanes off (first come, first
+served: the baseline), then on:
   - B idle: a one-paragraph text source in B, created and waited for, one at a time (the first run loads
     the model in a worker process and is left out), before and after the crawls;
-  - A with B: A's sitemap crawled from scratch to done; from 5 s in, a text source in B every 2 s, each
-    waited for, until A is done: B's seconds (median, max) and A's pages/s;
+  - A with B: A's sitemap crawled from scratch to done; from 5 s in (1 s on the small site), a text source
+    in B every 2 s, each waited for, until A is done: B's seconds (median, max) and A's pages/s;
   - lanes on only, A alone: the same crawl with nobody else waiting, A's pages/s: the lanes must not slow
     it (compare with A with B, lanes off and on: B's few paragraphs cost A next to nothing).
 """
@@ -37,7 +38,10 @@ from tests.ingestion.crawl.servers import Reply, serving
 pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
 
 FULL = os.environ.get("GROUNDED_BENCH_FAIRNESS") == "full"
-PAGES = int(os.environ.get("GROUNDED_BENCH_FAIR_PAGES", "120" if FULL else "30"))
+PAGES = int(os.environ.get("GROUNDED_BENCH_FAIR_PAGES", "120" if FULL else "12"))
+B_FROM_S = 5.0 if FULL else 1.0
+# A source of at most this many pages is small (ingestion/lanes.py): the small site must be bigger than that.
+SMALL_PAGES = settings.INGESTION_SMALL_SOURCE_PAGES if FULL else 4
 PARAGRAPH = (
     "Returns are accepted within thirty days of delivery when the item is unused and in its original "
     "packaging; refunds go back to the original payment method within five working days of our receiving it."
@@ -74,7 +78,7 @@ def _crawl(workspace, agent, sitemap_url: str, *, during=None) -> dict:
         row = Source.unscoped.filter(id=source.id).values("status", "pages_done", "pages_failed").first()
         if row["status"] in ("done", "failed"):
             break
-        if during is not None and time.perf_counter() - started >= 5.0:
+        if during is not None and time.perf_counter() - started >= B_FROM_S:
             b_seconds.append(during(len(b_seconds)))
             time.sleep(2.0)  # a person adding a source now and then, not a flood
         else:
@@ -91,9 +95,11 @@ def _crawl(workspace, agent, sitemap_url: str, *, during=None) -> dict:
 
 
 def _mode(lanes_on: bool, sitemap_url: str, a, b) -> dict:
-    settings.INGESTION_LANES = lanes_on  # what this process publishes; the workers get the same by env
+    # What this process publishes; the workers get the same by env.
+    settings.INGESTION_LANES, settings.INGESTION_SMALL_SOURCE_PAGES = lanes_on, SMALL_PAGES
     tag = "fair" if lanes_on else "fifo"
-    with _workers(f"fairness-{tag}", {"INGESTION_LANES": str(lanes_on).lower()}):
+    env = {"INGESTION_LANES": str(lanes_on).lower(), "INGESTION_SMALL_SOURCE_PAGES": str(SMALL_PAGES)}
+    with _workers(f"fairness-{tag}", env):
         idle = [_text_seconds(*b, f"idle {i}") for i in range(4)][1:]
         busy = _crawl(*a, sitemap_url, during=lambda i: _text_seconds(*b, f"busy {i}"))
         alone = _crawl(*a, sitemap_url) if lanes_on else None
@@ -119,7 +125,7 @@ def _mode(lanes_on: bool, sitemap_url: str, a, b) -> dict:
 def test_a_small_source_in_b_is_not_held_up_by_a_big_crawl_in_a(
     workspace, agent, other_workspace, other_agent
 ):
-    original = settings.INGESTION_LANES
+    original = settings.INGESTION_LANES, settings.INGESTION_SMALL_SOURCE_PAGES
     try:
         with tempfile.TemporaryDirectory() as folder, serving(root=Path(folder)) as server:
             names = generate(Path(folder), count=PAGES)
@@ -130,7 +136,7 @@ def test_a_small_source_in_b_is_not_held_up_by_a_big_crawl_in_a(
                 mode: _mode(mode == "lanes", server.url("/sitemap.xml"), a, b) for mode in ("fifo", "lanes")
             }
     finally:
-        settings.INGESTION_LANES = original
+        settings.INGESTION_LANES, settings.INGESTION_SMALL_SOURCE_PAGES = original
     result = {
         "benchmark": "fairness",
         "site_pages": PAGES,
