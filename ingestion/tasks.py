@@ -32,11 +32,12 @@ def warm_embedder(**_kwargs: object) -> None:
     3-4 s instead of a fraction of one (docs/BENCHMARKS.md, "Fair work across workspaces")."""
     if not settings.INGESTION_LANES:
         return
-    try:
-        from retrieval.services import embed_texts
+    from retrieval.embedders.base import EmbeddingError
+    from retrieval.services import embed_texts
 
+    try:
         embed_texts(["warm-up"])
-    except Exception:  # a worker that cannot embed yet still crawls; its first index job will say why
+    except (EmbeddingError, OSError):  # a worker that cannot embed yet still crawls; its index jobs say why
         log.exception("could not load the embedder at worker start")
 
 
