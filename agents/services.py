@@ -31,6 +31,7 @@ from agents.prompts import NumberedPassage
 from ingestion.kinds.registry import get_kind
 from retrieval.services import Passage, SearchParams, search_passages
 from retrieval.stores.base import InvalidFilter
+from sources import quotas
 from sources.models import Workspace
 from sources.tenancy import workspace_scope
 
@@ -78,6 +79,8 @@ def chat_model_for(agent: Agent) -> ChatModel | None:
 
 
 def agent_create(*, workspace: Workspace, name: str) -> Agent:
+    """Raises QuotaExceeded when the workspace's plan has all its agents already."""
+    quotas.check_agents(workspace)
     with workspace_scope(workspace.id):
         return Agent.objects.create(name=name.strip()[:200])
 
@@ -111,6 +114,12 @@ def workspace_delete(*, workspace: Workspace) -> dict[str, int]:
     workspace_id = workspace.id
     Workspace.objects.filter(id=workspace_id).delete()
     return deleted
+
+
+def admit_chat_message(*, agent: Agent) -> None:
+    """Count one user message against the plan's chat messages this month, before the turn starts (and
+    before anything is stored); raises QuotaExceeded when none are left."""
+    quotas.take(agent.workspace, "chat_messages", 1)
 
 
 def start_conversation(*, agent: Agent, visitor_id: str = "") -> Conversation:
@@ -150,8 +159,8 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
                 title="",
                 payload={"url": url},
             )
-        except KindError:
-            return False  # e.g. a page on a private address
+        except (KindError, quotas.QuotaExceeded):
+            return False  # e.g. a page on a private address, or the plan is full
     return True
 
 

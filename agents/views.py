@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from agents import services
 from agents.api.views import event_stream_response
 from agents.models import Conversation
+from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.lookups import agent_for
 
@@ -34,6 +35,10 @@ def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
         return JsonResponse({"message": ["This field is required."]}, status=400)
     if not message:
         return JsonResponse({"message": ["This field is required."]}, status=400)
+    try:
+        services.admit_chat_message(agent=agent)
+    except QuotaExceeded as exc:
+        return JsonResponse({"detail": exc.message, "quota": exc.as_error()}, status=exc.status)
     # The preview remembers its conversation like the widget does; each signed-in person has their own.
     visitor_id = f"preview:{request.user.pk}"
     conversation_id = body.get("conversation_id")

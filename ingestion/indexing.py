@@ -17,6 +17,7 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from config.logging import operator_detail
+from ingestion import lanes
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
@@ -27,7 +28,7 @@ from retrieval.providers import embedder_for
 from retrieval.services import delete_chunk_vectors, embed_texts, embedding_input, store_chunk_vectors
 from retrieval.stores.base import VectorStoreError
 from sources.models import Chunk, Document, Source, Status
-from sources.tenancy import workspace_scope
+from sources.tenancy import current_workspace_id, workspace_scope
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +144,15 @@ def _claim_ready(document_id: int) -> list[Document]:
             .annotate(size=Length("text"))
             .values_list("id", "size")
         )
+        companions = Document.objects.select_for_update(skip_locked=True).filter(
+            status=Status.INDEXING, due_by__isnull=True
+        )
+        small_source = _interactive_source(document_id) if own else None
+        if small_source is not None:
+            # A job in the interactive lane stays short: no companions from the workspace's big crawl.
+            companions = companions.filter(source_id=small_source)
         waiting = list(
-            Document.objects.select_for_update(skip_locked=True)
-            .filter(status=Status.INDEXING, due_by__isnull=True)
-            .exclude(id=document_id)
+            companions.exclude(id=document_id)
             .annotate(size=Length("text"))
             .order_by("id")
             .values_list("id", "size")[: max_documents * 2]
@@ -161,6 +167,15 @@ def _claim_ready(document_id: int) -> list[Document]:
             return []
         Document.objects.filter(id__in=ids).update(status=Status.INDEXING, due_by=deadline)
     return list(Document.objects.filter(id__in=ids).select_related("source").order_by("id"))
+
+
+def _interactive_source(document_id: int) -> int | None:
+    """The document's source when its jobs take the interactive lane (ingestion/lanes.py)."""
+    source_id = Document.objects.filter(id=document_id).values_list("source_id", flat=True).first()
+    if source_id is None:
+        return None
+    lane = lanes.lane_for_source_id(current_workspace_id(), source_id)
+    return source_id if lane.name == "interactive" else None
 
 
 def document_index(*, document: Document) -> None:

@@ -7,6 +7,7 @@ What differs by kind is asked of the kind (ingestion/kinds/); nothing here names
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -16,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ingestion import backlog, sync
+from ingestion import backlog, lanes, sync
 from ingestion import files as storage
 from ingestion.indexing import delete_source_chunks, source_refresh_status
 from ingestion.kinds.base import KindError
@@ -24,6 +25,7 @@ from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
 from ingestion.pages import max_countdown
 from retrieval import cache as semantic_cache
+from sources import quotas
 from sources.models import ACTIVE_STATUSES, Document, Schedule, Source, Status, Workspace
 from sources.tenancy import workspace_scope
 
@@ -64,7 +66,8 @@ def _queue(task_name: str, source: Source, countdown: float | None = None) -> No
     if countdown is not None:
         # A message waiting past the broker's visibility timeout is handed to a second worker (pages.py).
         countdown = min(countdown, max_countdown())
-    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown))
+    lane = lanes.lane_for(source)
+    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown, **lane.options))
 
 
 # --- creating ------------------------------------------------------------------------------------------
@@ -84,7 +87,8 @@ def source_create(
     (off/hourly/daily/weekly) applies to kinds with something to sync again; None: the workspace's default.
     `labels`: its audiences and metadata as ingestion.labels.labels_config made them.
 
-    Raises KindError (field -> messages) for anything a person should correct; nothing is written then.
+    Raises KindError (field -> messages) for anything a person should correct, QuotaExceeded when the
+    workspace's plan has no room for it; nothing is written then.
     """
     errors: dict[str, list[str]] = {}
     with workspace_scope(workspace.id):
@@ -113,6 +117,9 @@ def source_create(
                 errors["schedule"] = [str(exc)]
         if errors:
             raise KindError(errors)
+        # What the request brings is what will be stored (a pasted text; an address is a few bytes).
+        incoming = len(json.dumps(payload, default=str).encode())
+        quotas.check_sources_create(workspace, incoming_bytes=incoming, fetches=source_kind.fetches_pages)
         with transaction.atomic():
             source = Source.objects.create(
                 agent=agent,
@@ -144,6 +151,9 @@ def upload_create(
         uploads = Source.objects.filter(kind=UploadKind.name).only("state")
         used = sum(s.state.get("size", 0) for s in uploads)
         incoming = sum(u.size for u in files)
+        quotas.check_sources_create(
+            workspace, sources=len(files), documents=len(files), incoming_bytes=incoming
+        )
         if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
             raise UploadTooLarge(
                 f"This workspace's files would take {human_size(used + incoming)}; "
@@ -180,6 +190,9 @@ def upload_replace(*, source: Source, upload: Any) -> None:
         raise KindError({"file": ["This file is being processed; wait until it has finished."]})
     check_upload_size(upload)
     with workspace_scope(source.workspace_id):
+        growth = upload.size - int(source.state.get("size", 0))
+        if growth > 0:
+            quotas.check(source.workspace, "stored_bytes", growth)
         storage.delete_files(source.workspace_id, source.id)  # stale segments must not be read back
         labels = {k: v for k, v in source.config.items() if k in ("audience", "metadata")}
         source.config = {"filename": upload_filename(upload), **labels}
@@ -275,6 +288,8 @@ def retry_failed(*, source: Source) -> int:
             return 0
         if not kind.fetches_pages:
             return len(failed) if source_reindex(source=source) else 0
+        # Fetching them again counts against today's crawl pages (QuotaExceeded when none are left).
+        failed = failed[: quotas.take(source.workspace, "crawl_pages", len(failed))]
         Document.objects.filter(id__in=failed).update(
             status=Status.PENDING, error="", error_detail="", due_by=None, updated_at=timezone.now()
         )
@@ -336,9 +351,12 @@ def pump_pages(*, workspace_id: int, source_id: int) -> int:
                     published.append(document_id)
                     free -= 1
 
+    lane = lanes.lane_for_source_id(workspace_id, source_id) if published else lanes.NO_LANE
+
     def publish() -> None:
         for document_id in published:
-            tasks.crawl_page.delay(workspace_id=workspace_id, document_id=document_id)
+            kwargs = {"workspace_id": workspace_id, "document_id": document_id}
+            tasks.crawl_page.apply_async(kwargs=kwargs, **lane.options)
 
     transaction.on_commit(publish)
     return len(published)
@@ -351,10 +369,12 @@ def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
 
     if not document_ids:
         return
+    lane = lanes.lane_for_documents(workspace_id, document_ids)
 
     def publish() -> None:
         for document_id in document_ids:
-            tasks.index_document.delay(workspace_id=workspace_id, document_id=document_id)
+            kwargs = {"workspace_id": workspace_id, "document_id": document_id}
+            tasks.index_document.apply_async(kwargs=kwargs, **lane.options)
 
     transaction.on_commit(publish)
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 from config import metrics
 from config.logging import operator_detail
 from ingestion import sync
+from ingestion.admission import admit_pages
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, fetch_policy
@@ -111,6 +112,16 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
     with transaction.atomic():
         existing = {d.url: d for d in source.documents.all()}
         source.documents.update(sync_outcome="")
+        # The plan admits new pages up to its documents quota and fetches up to today's crawl pages.
+        known = [u for u in urls if u in existing and not _unchanged(existing[u], lastmod)]
+        admitted = admit_pages(
+            source=source, new_urls=[u for u in urls if u not in existing], refetch=len(known)
+        )
+        if urls and not existing and not admitted.new_urls:
+            raise PermanentFetchError(admitted.notice, f"plan quota: {admitted.stopped}")
+        held_back = set(known[admitted.refetch :])  # known pages not fetched today: kept as they are
+        admitted_new = set(admitted.new_urls)
+        urls = [u for u in urls if u in existing or u in admitted_new]
         Document.objects.bulk_create(
             [
                 Document(
@@ -131,9 +142,9 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
             document = existing.get(url)
             if document is None:
                 continue
-            modified = lastmod.get(url, "")
-            if modified and modified == document.lastmod and document.status == Status.DONE:
-                unchanged.append(document.id)  # the sitemap says so; no request needed
+            if _unchanged(document, lastmod) or url in held_back:
+                # The sitemap says so (no request needed), or today's crawl pages are used up: kept as is.
+                unchanged.append(document.id)
             else:
                 refetch.append(document)
         source.documents.filter(id__in=unchanged).update(sync_outcome="unchanged", unlisted_strikes=0)
@@ -161,14 +172,20 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
             due_by=None,
             updated_at=timezone.now(),
         )
-        notice = expansion.notice
+        notice = f"{expansion.notice} {admitted.notice}".strip()
         if skipped:
             robots = f"{skipped} listed page{'s' if skipped != 1 else ''} skipped by robots.txt."
             notice = f"{notice} {robots}".strip()
         state = {**(Source.objects.filter(id=source.id).values_list("state", flat=True).first() or {})}
         state["skipped_by_robots"] = skipped
+        state["quota_stopped"] = admitted.stopped
         Source.objects.filter(id=source.id).update(pages_total=len(urls), notice=notice[:500], state=state)
         return list(to_crawl.order_by("id").values_list("id", flat=True))
+
+
+def _unchanged(document: Document, lastmod: dict[str, str]) -> bool:
+    modified = lastmod.get(document.url, "")
+    return bool(modified) and modified == document.lastmod and document.status == Status.DONE
 
 
 def _strike_unlisted(source: Source, unlisted: list[Document]) -> set[int]:

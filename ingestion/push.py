@@ -25,6 +25,7 @@ from ingestion.kinds.base import KindError
 from ingestion.kinds.push import PushKind
 from ingestion.push_input import DocumentTooLarge, Prepared, prepare
 from retrieval.services import delete_chunk_vectors
+from sources import quotas
 from sources.models import Chunk, Document, Source, Status, Workspace
 from sources.tenancy import workspace_scope
 
@@ -113,6 +114,8 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
         agent = _lock_agent(agent_id)
         if not ready:
             return outcomes
+        if _push_source(agent, create=False) is None:
+            quotas.check(workspace, "sources")  # the agent's push source is made with its first document
         source = _push_source(agent, create=True)
         assert source is not None
         existing = {
@@ -121,6 +124,17 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
                 source=source, external_id__in=[p.external_id for _, p in ready]
             ).select_for_update()
         }
+        # The plan, for the whole batch before anything is written (QuotaExceeded: 402 for the request).
+        new = [p for _, p in ready if p.external_id not in existing]
+        if new:
+            quotas.check(workspace, "documents", len(new))
+            quotas.check(workspace, "chunks", 1)
+        growth = sum(
+            len(p.text.encode()) - len(getattr(existing.get(p.external_id), "text", "").encode())
+            for _, p in ready
+        )
+        if growth > 0:
+            quotas.check(workspace, "stored_bytes", growth)
         changed: list[int] = []
         for outcome, prepared in ready:
             document = existing.get(prepared.external_id)

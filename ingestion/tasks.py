@@ -7,17 +7,38 @@ source's ingestion means is its kind's (ingestion/kinds/); new work is queued by
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import transaction
 
-from ingestion import indexing, lifecycle, pages, sweeper
+from ingestion import indexing, lanes, lifecycle, pages, sweeper
 from ingestion.crawl import hosts, robots
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.registry import get_kind
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
+
+log = logging.getLogger(__name__)
+
+
+@worker_process_init.connect
+def warm_embedder(**_kwargs: object) -> None:
+    """Every worker process takes interactive work (ingestion/lanes.py), so each loads the embedder before
+    its first job: a crawl process would otherwise load it on a small source's first job, which then took
+    3-4 s instead of a fraction of one (docs/BENCHMARKS.md, "Fair work across workspaces")."""
+    if not settings.INGESTION_LANES:
+        return
+    from retrieval.embedders.base import EmbeddingError
+    from retrieval.services import embed_texts
+
+    try:
+        embed_texts(["warm-up"])
+    except (EmbeddingError, OSError):  # a worker that cannot embed yet still crawls; its index jobs say why
+        log.exception("could not load the embedder at worker start")
 
 
 @shared_task(acks_late=True)
@@ -83,6 +104,7 @@ def crawl_page(
             reserved_at=reserved_at,
             max_wait=min(settings.CRAWL_HOST_MAX_WAIT, pages.max_countdown()),
         )
+        lane = lanes.lane_for_source_id(workspace_id, document.source_id).options
         if not slot.granted and waits < settings.CRAWL_MAX_HOST_WAITS:
             # The host is busy or asks for spacing: come back when our turn should come (spends no attempt).
             pages.page_waits(document=document, seconds=slot.wait)
@@ -96,6 +118,7 @@ def crawl_page(
                     "reserved_at": slot.reserved_at,
                 },
                 countdown=slot.wait,
+                **lane,
             )
             return
         try:
@@ -112,14 +135,16 @@ def crawl_page(
             crawl_page.apply_async(
                 kwargs={**following, "attempt": attempt + 1, "requeues": requeues},
                 countdown=min(outcome.retry_in, pages.max_countdown()),
+                **lane,
             )
         elif outcome.requeue_in is not None:
             crawl_page.apply_async(
                 kwargs={**following, "attempt": attempt, "requeues": requeues + 1},
                 countdown=min(outcome.requeue_in, pages.max_countdown()),
+                **lane,
             )
         elif outcome.index:
-            transaction.on_commit(lambda: index_document.delay(**following))
+            transaction.on_commit(lambda: index_document.apply_async(kwargs=following, **lane))
         indexing.source_refresh_status(source_id=document.source_id)
         # This page's place in its source's wave may be free now: publish the next pages.
         lifecycle.pump_pages(workspace_id=workspace_id, source_id=document.source_id)

@@ -104,8 +104,8 @@ class Harness:
         call_command("migrate", verbosity=0)
         self.site = stack.enter_context(self._site())
         self.workers = {
-            "crawl": Worker("crawl", "crawl", self.env, self.logs),
-            "index": Worker("index", "index", self.env, self.logs),
+            "crawl": Worker("crawl", "interactive,crawl", self.env, self.logs),
+            "index": Worker("index", "interactive,index", self.env, self.logs),
             "beat": Worker("beat", "beat", self.env, self.logs),
         }
         for worker in self.workers.values():

@@ -72,7 +72,7 @@ def embedder_hang(h) -> tuple[Fault, After]:
 
 def two_workers(h) -> tuple[Fault, After]:
     """A second worker on each queue, both taking the same source's jobs from the start."""
-    extra = [Worker(f"{q}2", q, h.env, h.logs) for q in ("crawl", "index")]
+    extra = [Worker(f"{q}2", f"interactive,{q}", h.env, h.logs) for q in ("crawl", "index")]
     for worker in extra:
         worker.start()
 

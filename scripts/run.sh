@@ -43,9 +43,9 @@ WEB_BIND_HOST=127.0.0.1 PORT="$PORT" LOG_FORMAT="${LOG_FORMAT:-console}" \
   .venv/bin/gunicorn config.asgi:application -c config/gunicorn.py &
 pids+=($!)
 export LOG_FORMAT="${LOG_FORMAT:-console}"  # people read this terminal; the image logs JSON
-.venv/bin/celery -A config worker -Q crawl -n "crawl@%h" --concurrency 2 --loglevel INFO &
+.venv/bin/celery -A config worker -Q interactive,crawl -n "crawl@%h" --concurrency 2 --loglevel INFO &
 pids+=($!)
-.venv/bin/celery -A config worker -Q index -n "index@%h" --concurrency 1 --loglevel INFO &
+.venv/bin/celery -A config worker -Q interactive,index -n "index@%h" --concurrency 1 --loglevel INFO &
 pids+=($!)
 .venv/bin/celery -A config beat --schedule .local/celerybeat-schedule --loglevel INFO &
 pids+=($!)

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from sources import quotas
 from sources.models import ApiKey, Membership, Schedule, Workspace
 from sources.tenancy import workspace_scope
 
@@ -53,6 +54,7 @@ def member_add(*, actor: Membership, identifier: str, role: str) -> Membership:
     with workspace_scope(actor.workspace_id):
         if Membership.objects.filter(user=user).exists():
             raise AccessError(f"{user.username} is already a member of this workspace.")
+        quotas.check_members(actor.workspace)  # QuotaExceeded when the plan's members are all taken
         return Membership.objects.create(user=user, role=role)
 
 

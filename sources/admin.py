@@ -11,9 +11,11 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
+from django.utils.safestring import SafeString
 
 from agents.services import workspace_delete
 from ingestion import lifecycle
@@ -24,9 +26,11 @@ from sources.models import (
     Document,
     Invitation,
     Membership,
+    Plan,
     Source,
     Workspace,
 )
+from sources.usage import RANKABLE, top_workspaces, workspace_usage
 
 
 class UnscopedAdmin(admin.ModelAdmin):
@@ -34,11 +38,65 @@ class UnscopedAdmin(admin.ModelAdmin):
         return self.model.unscoped.all()
 
 
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    """Operators set each plan's limits here; an empty limit is unlimited."""
+
+    list_display = [
+        "name",
+        "label",
+        "max_sources",
+        "max_documents",
+        "max_stored_bytes",
+        "max_chunks",
+        "max_crawl_pages_per_day",
+        "max_chat_messages_per_month",
+        "api_requests_per_minute",
+        "max_agents",
+        "max_members",
+    ]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Plan | None = None) -> bool:
+        # Every workspace without a plan of its own is on the default one.
+        if obj is not None and obj.name == settings.GROUNDED_DEFAULT_PLAN:
+            return False
+        return super().has_delete_permission(request, obj)
+
+
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "created_at"]
+    list_display = ["name", "slug", "plan", "created_at"]
+    list_filter = ["plan"]
     search_fields = ["name", "slug"]
     exclude = ["visitor_secret"]
+    readonly_fields = ["usage"]
+
+    @admin.display(description="Usage against the plan")
+    def usage(self, obj: Workspace) -> SafeString:
+        if obj.pk is None:
+            return SafeString("")
+        html = render_to_string("sources/_workspace_usage.html", {"usage": workspace_usage(obj)})
+        return SafeString(html)
+
+    def get_urls(self) -> list:
+        top = path("top/", self.admin_site.admin_view(self.top_view), name="sources_workspace_top")
+        return [top, *super().get_urls()]
+
+    def top_view(self, request: HttpRequest) -> TemplateResponse:
+        """The operators' question: which workspaces use the most, by one quota."""
+        by = request.GET.get("by", "documents")
+        by = by if by in RANKABLE else "documents"
+        rows = [
+            {"workspace": w, "figures": [getattr(w, name) for name in RANKABLE]} for w in top_workspaces(by)
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Top workspaces by usage",
+            "by": by,
+            "rankable": RANKABLE,
+            "rows": rows,
+        }
+        return TemplateResponse(request, "admin/sources/top_workspaces.html", context)
 
     def delete_model(self, request: HttpRequest, obj: Workspace) -> None:
         # Through the services: Django's cascade would leave vector points, postings and files behind.

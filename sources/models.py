@@ -29,6 +29,35 @@ class Schedule(models.TextChoices):
     WEEKLY = "weekly", "Every week"
 
 
+class Plan(models.Model):
+    """What a workspace may hold and do (sources/quotas.py enforces it). Operators edit plans in the Django
+    admin; a workspace without one is on the plan named by settings.GROUNDED_DEFAULT_PLAN. A limit left
+    empty is unlimited (for the API rate: the deployment's API_RATE_PER_MINUTE)."""
+
+    name = models.SlugField(max_length=50, unique=True)
+    label = models.CharField(max_length=100, blank=True, help_text="What customers see, e.g. 'Team'.")
+    max_sources = models.PositiveIntegerField(null=True, blank=True)
+    max_documents = models.PositiveIntegerField(null=True, blank=True, help_text="Pages and documents.")
+    max_stored_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Uploaded originals plus the text kept for every document."
+    )
+    max_chunks = models.PositiveIntegerField(null=True, blank=True)
+    max_crawl_pages_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Pages queued for fetching per UTC day."
+    )
+    max_chat_messages_per_month = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Questions asked of the workspace's agents per UTC month."
+    )
+    api_requests_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Per API key; empty: the deployment's API_RATE_PER_MINUTE."
+    )
+    max_agents = models.PositiveIntegerField(null=True, blank=True)
+    max_members = models.PositiveIntegerField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.label or self.name
+
+
 class Workspace(models.Model):
     """The tenant. Everything below belongs to exactly one workspace."""
 
@@ -42,6 +71,8 @@ class Workspace(models.Model):
     # switch over without their visitors' tokens failing (agents.visitor.rotate_visitor_secret).
     previous_visitor_secret = models.CharField(max_length=64, blank=True)
     previous_visitor_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    # Empty: the default plan (settings.GROUNDED_DEFAULT_PLAN), so a plan edited there reaches them all.
+    plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.PROTECT, related_name="workspaces")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -281,3 +312,23 @@ class Chunk(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position}"
+
+
+class UsageCounter(TenantModel):
+    """What a workspace used in one period of a metered quota (crawl pages today, chat messages this month):
+    one row per workspace, metric and period, moved by a conditional UPDATE (sources/metering.py)."""
+
+    metric = models.CharField(max_length=40)
+    period_start = models.DateField()
+    value = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "metric", "period_start"], name="one_counter_per_period"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.period_start}: {self.value}"

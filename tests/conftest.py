@@ -144,7 +144,7 @@ def celery_worker(django_db_setup, django_db_blocker):
             "config",
             "worker",
             "-Q",
-            "crawl,index",
+            "crawl,index,interactive",
             "--concurrency",
             "1",
             "-n",

@@ -147,7 +147,7 @@ def _save(agent: Agent, body: dict[str, Any]) -> Agent:
 
 
 AGENT_ID = OpenApiParameter("agent_id", int, OpenApiParameter.PATH, description="The agent's id.")
-ERRORS = {401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
+ERRORS = {401: ErrorSerializer, 402: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such agent in your workspace.")}
 
 

@@ -123,6 +123,10 @@ WIDGET_ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="No agent with this key."),
     429: OpenApiResponse(ErrorSerializer, description="Too many requests from this agent or address."),
 }
+CHAT_ERRORS = {
+    **WIDGET_ERRORS,
+    402: OpenApiResponse(ErrorSerializer, description="The plan's chat messages this month are used up."),
+}
 
 
 class AgentPublicView(APIView):
@@ -174,7 +178,10 @@ class AgentPublicView(APIView):
     def turn(self, request: Request) -> Iterator[dict]:
         body = ChatRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        conversation = self.conversation(body.validated_data.get("conversation_id"))
+        conversation_id = body.validated_data.get("conversation_id")
+        existing = self.conversation(conversation_id) if conversation_id else None  # a 404 costs nothing
+        services.admit_chat_message(agent=self.agent)  # 402 when the plan's messages are used up
+        conversation = existing or self.conversation(None)
         return services.run_turn(
             agent=self.agent,
             conversation=conversation,
@@ -193,7 +200,7 @@ class ChatView(AgentPublicView):
         responses={
             200: ChatResponseSerializer,
             400: ErrorSerializer,
-            **WIDGET_ERRORS,
+            **CHAT_ERRORS,
             502: OpenApiResponse(ErrorSerializer, description="The model failed."),
         },
         summary="Ask the agent; the whole answer as JSON.",
@@ -240,7 +247,7 @@ class ChatStreamView(AgentPublicView):
         request=ChatRequestSerializer,
         parameters=[PUBLIC_KEY, VISITOR_TOKEN],
         responses={
-            **WIDGET_ERRORS,
+            **CHAT_ERRORS,
             (200, "text/event-stream"): OpenApiResponse(
                 description="Events: tool.start, tool.complete, text.delta, error, and a final done "
                 "with {answer, sources, conversation_id, metadata}. For a visitor whose signed token carries "

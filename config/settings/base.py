@@ -165,7 +165,10 @@ REST_FRAMEWORK = {
 # function (workspace) -> int | None that sets a workspace's own limit (its plan).
 API_RATE_PER_MINUTE = env.int("API_RATE_PER_MINUTE", default=600)
 API_RATE_WINDOW_SECONDS = env.int("API_RATE_WINDOW_SECONDS", default=60)
-API_RATE_LIMIT_RESOLVER = env("API_RATE_LIMIT_RESOLVER", default="")
+API_RATE_LIMIT_RESOLVER = env("API_RATE_LIMIT_RESOLVER", default="sources.plans.api_rate_limit")
+# Plans and quotas (sources/plans.py, sources/quotas.py): a workspace without a plan is on this one (a data
+# migration creates it with no limits; operators edit it in the Django admin).
+GROUNDED_DEFAULT_PLAN = env("GROUNDED_DEFAULT_PLAN", default="default")
 # An agent may embed with its model provider's /embeddings instead of the deployment's embedder
 # (agents/embedding.py); retrieval and ingestion sit below agents, so they reach it through these two
 # functions (retrieval/providers.py).
@@ -174,7 +177,8 @@ AGENT_EMBEDDING_MODELS_RESOLVER = "agents.embedding.agent_embedding_models"
 # How long an Idempotency-Key's answer is kept for replays.
 IDEMPOTENCY_TTL_SECONDS = env.int("IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
 
-# --- Celery: two named queues; a task is acknowledged only once it has finished, so a worker
+# --- Celery: three named queues (crawl, index, and interactive, which every worker consumes too: small
+# sources' work, see ingestion/lanes.py); a task is acknowledged only once it has finished, so a worker
 # that dies mid-task hands the message to another worker instead of losing it.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = None
@@ -182,7 +186,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
-CELERY_TASK_QUEUES = [Queue("crawl"), Queue("index")]
+CELERY_TASK_QUEUES = [Queue("crawl"), Queue("index"), Queue("interactive")]
 CELERY_TASK_DEFAULT_QUEUE = "index"
 CELERY_TASK_ROUTES = {
     "ingestion.tasks.crawl_*": {"queue": "crawl"},
@@ -317,6 +321,12 @@ CRAWL_MAX_ATTEMPTS = env.int("CRAWL_MAX_ATTEMPTS", default=5)
 # A source with more pending documents than this is indexed one job per document (reindexing a big site
 # in one task would outlive the task's time limit).
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
+# Fair work across workspaces (ingestion/lanes.py): small sources' jobs go to the interactive queue ahead of
+# big crawls' jobs, which are published at a lower priority.
+INGESTION_LANES = env.bool("INGESTION_LANES", default=True)
+INGESTION_INTERACTIVE_QUEUE = env("INGESTION_INTERACTIVE_QUEUE", default="interactive")
+INGESTION_SMALL_SOURCE_PAGES = env.int("INGESTION_SMALL_SOURCE_PAGES", default=20)
+INGESTION_INTERACTIVE_MAX_ACTIVE = env.int("INGESTION_INTERACTIVE_MAX_ACTIVE", default=3)
 # robots.txt Crawl-delay is honoured up to this many seconds between requests to one host.
 CRAWL_MAX_CRAWL_DELAY = env.float("CRAWL_MAX_CRAWL_DELAY", default=30.0)
 # The longest a page waits on a busy host before asking again (also bounded by the visibility timeout).

@@ -9,6 +9,8 @@ quota refusals (429, 402) add `limit`, `usage` and `reset` (a Unix time), so a q
 from __future__ import annotations
 
 import logging
+import math
+import time
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -16,6 +18,8 @@ from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from sources.quotas import QuotaExceeded
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +79,16 @@ class ApiError(exceptions.APIException):
         self.extra = extra
 
 
+def quota_error(exc: QuotaExceeded) -> ApiError:
+    """The plan refused (sources/quotas.py): 402 with the quota, its limit, the usage and the reset."""
+    figures = exc.as_error()
+    headers = {}
+    if figures["reset"] is not None:
+        headers["Retry-After"] = str(max(figures["reset"] - math.floor(time.time()), 0))
+    code = "rate_limited" if exc.status == 429 else exc.code
+    return ApiError(exc.status, code, exc.message, headers=headers, **figures)
+
+
 def error_body(code: str, message: str, fields: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if fields:
@@ -129,6 +143,8 @@ def _first_message(fields: dict[str, Any]) -> str:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler (it sets WWW-Authenticate and Retry-After), with every body in the common shape."""
+    if isinstance(exc, QuotaExceeded):
+        exc = quota_error(exc)
     if isinstance(exc, ApiError):
         body = error_body(exc.code, exc.message, exc.fields, **exc.extra)
         return Response(body, status=exc.status_code, headers=exc.headers)

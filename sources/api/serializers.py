@@ -252,7 +252,16 @@ class ErrorDetailSerializer(serializers.Serializer):
     )
     limit = serializers.IntegerField(required=False, help_text="429/402: the limit in force.")
     usage = serializers.IntegerField(required=False, help_text="429/402: what was used of it.")
-    reset = serializers.IntegerField(required=False, help_text="429/402: when it resets (Unix time).")
+    reset = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="429/402: when it resets (Unix time); null for a quota only deleting frees.",
+    )
+    quota = serializers.CharField(
+        required=False,
+        help_text="402: which of the plan's quotas refused (sources, documents, stored_bytes, chunks, "
+        "crawl_pages, chat_messages, agents, members).",
+    )
     existing_id = serializers.IntegerField(required=False, help_text="409 duplicate: the existing source.")
 
 

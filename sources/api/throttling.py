@@ -6,7 +6,8 @@ and `RateLimit-Reset` (seconds until the window resets); a refusal is a 429 in t
 (sources/api/errors.py) with `limit`, `usage`, `reset` (a Unix time) and `Retry-After`.
 
 The limit comes from settings (`API_RATE_PER_MINUTE`) unless `API_RATE_LIMIT_RESOLVER` names a function
-`(workspace) -> int | None`: the hook through which a workspace's plan sets its own limit.
+`(workspace) -> int | None`: by default sources.plans.api_rate_limit, the workspace's plan (None: the
+setting). `RateLimit-Policy` says the policy itself (`<limit>;w=<window seconds>`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class RateFigures:
     limit: int
     used: int
     reset_at: float  # Unix time the window ends
+    window: int = 60  # seconds
 
     @property
     def remaining(self) -> int:
@@ -47,6 +49,8 @@ class RateFigures:
             "RateLimit-Limit": str(self.limit),
             "RateLimit-Remaining": str(self.remaining),
             "RateLimit-Reset": str(self.seconds_to_reset()),
+            # The policy in force (draft-ietf-httpapi-ratelimit-headers): this many per this many seconds.
+            "RateLimit-Policy": f"{self.limit};w={self.window}",
         }
 
     def as_error(self) -> dict[str, Any]:
@@ -93,7 +97,7 @@ class ApiKeyRateThrottle(BaseThrottle):
         pipe.incr(key)
         pipe.expire(key, window + 1)
         used = int(pipe.execute()[0])
-        figures = RateFigures(limit=limit, used=used, reset_at=start + window)
+        figures = RateFigures(limit=limit, used=used, reset_at=start + window, window=window)
         request.rate_limit = figures  # read by the view (headers) and the error handler (body)
         self._wait = figures.reset_at - now
         return used <= limit

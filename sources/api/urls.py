@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sources.api import documents, search, views
+from sources.api import documents, search, usage, views
 
 urlpatterns = [
     path("sources", views.SourceListView.as_view(), name="source-list"),
@@ -14,6 +14,7 @@ urlpatterns = [
     ),
     path("sources/<int:source_id>/documents", views.SourceDocumentsView.as_view(), name="source-documents"),
     path("workspace", search.WorkspaceSettingsView.as_view(), name="workspace-settings"),
+    path("workspace/usage", usage.WorkspaceUsageView.as_view(), name="workspace-usage"),
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
     path("search", search.SearchView.as_view(), name="search"),
     path("discover", search.DiscoverView.as_view(), name="discover"),

@@ -44,7 +44,7 @@ from sources.models import Source
 
 ENVELOPE_FIELDS = {"kind", "title", "agent", "schedule", "audiences", "metadata"}
 LABEL_FIELDS = ("audiences", "metadata")
-ERRORS = {401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
+ERRORS = {401: ErrorSerializer, 402: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such source in your workspace.")}
 SOURCE_ID = OpenApiParameter("source_id", int, OpenApiParameter.PATH, description="The source's id.")
 

@@ -20,12 +20,14 @@ from ingestion.kinds.registry import addable_kinds, get_kind
 from ingestion.kinds.upload import UploadTooLarge
 from ingestion.kinds.url import UrlKind
 from sources.models import Source, Workspace
+from sources.quotas import QuotaExceeded
 
 
 def source_add(
     *, workspace: Workspace, agent: Agent, form: dict[str, Any], files: list, content_length: int
 ) -> list[Source]:
-    """Raises KindError (field -> messages) or UploadTooLarge, like the lifecycle calls it makes."""
+    """Raises KindError (field -> messages), UploadTooLarge or QuotaExceeded, like the lifecycle calls it
+    makes."""
     offered = {k.name: k for k in addable_kinds()}
     kind = offered.get(str(form.get("kind", "")))
     title = str(form.get("title", ""))
@@ -192,6 +194,9 @@ def url_sources_create(*, workspace: Workspace, agent: Agent, pages: list[dict])
             )
         except KindError as exc:
             errors[url or "url"] = [m for messages in exc.errors.values() for m in messages]
+        except QuotaExceeded as exc:
+            errors[url or "url"] = [exc.message]  # the rest would be refused the same way
+            break
     return created, errors
 
 

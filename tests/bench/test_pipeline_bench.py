@@ -77,7 +77,7 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list
         **(extra_env or {}),
     }
     processes, logs = [], []
-    for queue, concurrency in (("crawl", CRAWL_CONCURRENCY), ("index", 1)):
+    for queue, concurrency in (("interactive,crawl", CRAWL_CONCURRENCY), ("interactive,index", 1)):
         log_path = ROOT / ".local" / f"bench-{tag}-{queue}-{settings.TEST_RUN_ID}.log"
         log_path.parent.mkdir(exist_ok=True)
         logs.append(log_path)

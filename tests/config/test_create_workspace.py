@@ -59,11 +59,22 @@ def test_refuses_a_taken_slug_a_bad_email_and_an_unknown_plan_before_creating_an
         create(name="Acme", owner_email="b@acme.example")
     with pytest.raises(CommandError, match="not an email"):
         create(name="Other", owner_email="nobody")
-    # This version has no plans, so every plan name is unknown; nothing is left half made.
-    with pytest.raises(CommandError, match="No such plan: 'team'"):
+    with pytest.raises(CommandError, match="No plan named 'team'; plans: default"):
         create(name="Planned", owner_email="p@acme.example", plan="team")
     assert not Workspace.objects.filter(slug="planned").exists()
     assert not get_user_model().objects.filter(email="p@acme.example").exists()
+
+
+def test_plan_is_stored_and_printed():
+    from sources.models import Plan, Workspace
+
+    Plan.objects.create(name="team", label="Team", max_sources=50)
+    out, _ = create(name="Planned", owner_email="p@acme.example", plan="team")
+    assert Workspace.objects.get(name="Planned").plan.name == "team"
+    assert "Plan:          Team" in out
+    out, _ = create(name="Unplanned", owner_email="u@acme.example")
+    assert Workspace.objects.get(name="Unplanned").plan is None  # on the default plan, which it prints
+    assert "Plan:          Default" in out
 
 
 def test_an_owner_with_an_account_keeps_it_and_gets_no_password_link(owner):

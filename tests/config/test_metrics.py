@@ -116,8 +116,8 @@ def test_worker_task_outcomes_reach_a_scrape_through_the_multiprocess_directory(
     )
     log = (ROOT / ".local" / f"test-metrics-worker-{run_id}.log").open("w")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "crawl,index", "--concurrency", "1",
-         "-n", f"metrics-{run_id}@%h", "--without-gossip", "--without-mingle"],
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "crawl,index,interactive",
+         "--concurrency", "1", "-n", f"metrics-{run_id}@%h", "--without-gossip", "--without-mingle"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     # Not the current app: shared tasks of later tests must keep resolving to config.celery.app.

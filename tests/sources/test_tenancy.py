@@ -5,12 +5,13 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from agents.models import Agent
-from sources.models import Document, Source, Workspace
+from sources.models import Document, Plan, Source, Workspace
 from sources.tenancy import TenancyError, TenantManager, TenantModel, workspace_scope
 
 # Models that are not owned by one workspace, each with the reason.
 GLOBAL_MODELS = {
     Workspace: "the tenant itself",
+    Plan: "operators' catalogue of limits; a workspace points at one",
     get_user_model(): "a person can belong to several workspaces (through Membership)",
 }
 # allauth's "account" app holds a person's e-mail addresses, which belong to the person like their user row.

@@ -18,7 +18,8 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.text import slugify
 
-from sources.models import Workspace
+from sources.models import Plan, Workspace
+from sources.plans import plan_for
 from sources.services import api_key_create, workspace_create
 
 
@@ -32,7 +33,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--base-url", default="http://localhost:8000", help="The site's public address, for the link."
         )
-        parser.add_argument("--plan", default="", help="The workspace's plan, by name.")
+        parser.add_argument(
+            "--plan", default="", help="The plan's name (see the admin's Plans); default: the default plan."
+        )
 
     def handle(self, *args: object, **options: str) -> None:
         name, email = options["name"].strip(), options["owner_email"].strip().lower()
@@ -45,9 +48,12 @@ class Command(BaseCommand):
             raise CommandError("Give the workspace a name with at least one letter or digit.")
         if Workspace.objects.filter(slug=slug).exists():
             raise CommandError(f"A workspace with the slug {slug!r} exists already; pass another --slug.")
-        if options["plan"]:
-            # Checked before anything is created. This version has no plans to look the name up in.
-            raise CommandError(f"No such plan: {options['plan']!r} (this version has no plans yet).")
+        plan = None
+        if options["plan"]:  # checked before anything is created
+            plan = Plan.objects.filter(name=options["plan"]).first()
+            if plan is None:
+                known = ", ".join(Plan.objects.order_by("name").values_list("name", flat=True))
+                raise CommandError(f"No plan named {options['plan']!r}; plans: {known or 'none'}.")
         users = get_user_model()
         with transaction.atomic():
             owner = users.objects.filter(username__iexact=email).first()
@@ -55,6 +61,8 @@ class Command(BaseCommand):
             if owner is None:
                 owner = users.objects.create_user(email, email)  # no usable password until the link is used
             workspace = workspace_create(name=name, owner=owner, slug=slug[:80])
+            if plan is not None:
+                Workspace.objects.filter(id=workspace.id).update(plan=plan)
             _api_key, raw_key = api_key_create(workspace=workspace, name="created with the workspace")
         if owner.has_usable_password():
             link = "none: the account has a password already; the owner signs in as usual\n"
@@ -63,6 +71,7 @@ class Command(BaseCommand):
             link += "\n               (works once; open it before anyone else can)\n"
         self.stdout.write(
             f"Workspace:     {workspace.name} ({workspace.slug})\n"
+            f"Plan:          {plan or plan_for(workspace)}\n"
             f"Owner:         {owner.username} (sign in with this email or username)\n"
             f"Set password:  {link}"
             f"API key:       {raw_key}\n"

@@ -615,6 +615,7 @@
         busy(submit, false);
         if (status === 201) return done((body.sources || []).length);
         progress.hidden = true;
+        if (status === 402) flash(messagesOf(body).join(" "), "error"); // the plan refused: a banner too
         return showErrors(form, body);
       }
       const fields = Object.fromEntries(new FormData(form).entries());
@@ -630,6 +631,7 @@
       busy(submit, false);
       const body = await readJSON(response);
       if (response.status === 201) return done((body.sources || []).length);
+      if (response.status === 402) flash(messagesOf(body).join(" "), "error"); // the plan refused: a banner too
       showErrors(form, response.status === 403 ? { __all__: [body.detail] } : body);
     });
   }

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sources import access, invitations, services
 from sources.models import ApiKey, Invitation, Membership
+from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.decorators import forbidden
 from sources.web.lookups import current_membership
@@ -67,6 +68,9 @@ def _change(
         done = change()
     except access.AccessError as exc:
         return _refused(request, actor, exc)
+    except QuotaExceeded as exc:  # the plan's members
+        messages.error(request, exc.message)
+        return _page(request, actor, status=exc.status, error=exc.message)
     messages.success(request, done)
     return redirect(to)
 

@@ -18,6 +18,7 @@ from agents import services as agent_services
 from agents.models import Agent
 from sources import selectors
 from sources.models import EMBEDDING_DIMENSIONS, Membership, Source
+from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters
 from sources.web.decorators import for_agent, forbidden, manager_required
@@ -58,7 +59,11 @@ def agent_new(request: HttpRequest) -> HttpResponse:
     if not name:
         messages.error(request, "Give the agent a name.")
         return redirect("app-home")
-    agent = agent_services.agent_create(workspace=membership.workspace, name=name)
+    try:
+        agent = agent_services.agent_create(workspace=membership.workspace, name=name)
+    except QuotaExceeded as exc:
+        messages.error(request, exc.message)
+        return redirect("app-home")
     return redirect("app-agent-sources", agent_id=agent.id)
 
 

@@ -9,12 +9,19 @@ from django.http import HttpRequest, JsonResponse
 
 from agents.models import Agent
 from sources.models import Membership
+from sources.quotas import QuotaExceeded
 from sources.selectors import memberships_of
 from sources.tenancy import workspace_scope
 
 
 def errors_response(errors: dict, status: int = 400) -> JsonResponse:
     return JsonResponse(errors, status=status)
+
+
+def quota_refused(exc: QuotaExceeded) -> JsonResponse:
+    """A plan's refusal for the app's scripts: the message under `__all__`, which the dialogs show next to
+    their submit button; app.js also raises a banner for a 402. (The API's answer carries the figures.)"""
+    return JsonResponse({"__all__": [exc.message]}, status=exc.status)
 
 
 def body_of(request: HttpRequest) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from integrations.errors import ProviderError
 from integrations.kind import ConnectedKind
 from integrations.models import Connection, Provider
 from sources.models import Membership
+from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.decorators import for_agent, forbidden, manager_required
 from sources.web.lookups import current_membership
@@ -221,6 +222,9 @@ def _pick_add(
         )
     except KindError as exc:
         messages.error(request, " ".join(m for ms in exc.errors.values() for m in ms))
+        return redirect(f"{reverse('app-integration-pick', args=[agent.id, kind.provider])}")
+    except QuotaExceeded as exc:
+        messages.error(request, exc.message)
         return redirect(f"{reverse('app-integration-pick', args=[agent.id, kind.provider])}")
     messages.success(request, f"Added {source.title}. It is being synced; this page shows its progress.")
     return redirect("app-agent-sources", agent_id=agent.id)

@@ -21,10 +21,11 @@ from ingestion.kinds.registry import fetching_kind_names
 from ingestion.kinds.upload import UploadTooLarge, human_size
 from sources import selectors
 from sources.models import Membership, Source
+from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters
 from sources.web.decorators import for_agent, for_source, forbidden, manager_required, wants_json
-from sources.web.views.common import body_of, errors_response, layout
+from sources.web.views.common import body_of, errors_response, layout, quota_refused
 
 
 def _back_to_sources(source: Source) -> HttpResponse:
@@ -166,6 +167,19 @@ def source_add(request: HttpRequest, agent: Agent, membership: Membership) -> Ht
         add_kind = str(body.get("kind") or "url")
         return _sources_page(
             request, agent, membership, status, add_kind=add_kind, add_values=body, add_errors=errors
+        )
+    except QuotaExceeded as exc:
+        if wants_json(request):
+            return quota_refused(exc)
+        messages.error(request, exc.message)  # the banner; the dialog repeats it beside its button
+        return _sources_page(
+            request,
+            agent,
+            membership,
+            exc.status,
+            add_kind=str(body.get("kind") or "url"),
+            add_values=body,
+            add_errors={"non_field_errors": [exc.message]},
         )
     if wants_json(request):
         return JsonResponse({"sources": [s.id for s in created]}, status=201)
@@ -386,7 +400,13 @@ def source_failed_pages(request: HttpRequest, source: Source, membership: Member
 @for_source
 @manager_required
 def source_retry_failed(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
-    queued = lifecycle.retry_failed(source=source)
+    try:
+        queued = lifecycle.retry_failed(source=source)
+    except QuotaExceeded as exc:
+        if wants_json(request):
+            return quota_refused(exc)
+        messages.error(request, exc.message)
+        return _back_to_sources(source)
     if wants_json(request):
         if not queued:
             return JsonResponse({"source": ["No failed pages, or the source is busy."]}, status=400)

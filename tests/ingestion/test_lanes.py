@@ -1,0 +1,103 @@
+"""Fair work across workspaces (ingestion/lanes.py): small sources' jobs are published to the interactive
+queue, a big crawl's at a lower priority in its own queue. Checked as Celery hands each message to the broker
+(its before_task_publish signal: the routing key and priority the Redis transport files it under), so a
+worker running for other tests in the session cannot take the messages away first. The tests run in a
+transaction that is rolled back (the on-commit publishing is run by hand), so such a worker finds none of
+these rows and nothing is left to clean up."""
+
+from __future__ import annotations
+
+import pytest
+from celery.signals import before_task_publish
+from django.conf import settings
+
+from ingestion import lanes, lifecycle
+from sources.models import Document, Source, Status
+from sources.tenancy import workspace_scope
+
+pytestmark = pytest.mark.django_db
+
+
+class Published:
+    """What Celery handed the broker while `sending()` was open: queue (":priority" when not 0) -> tasks."""
+
+    def __init__(self, capture) -> None:
+        self.capture = capture
+        self.messages: dict[str, list[str]] = {}
+
+    def record(self, sender=None, routing_key=None, properties=None, **_kwargs) -> None:
+        priority = (properties or {}).get("priority")
+        key = f"{routing_key}:{priority}" if priority else str(routing_key)
+        self.messages.setdefault(key, []).append(sender)
+
+    def sending(self):
+        # The on-commit publishing runs when the block ends, as a commit would run it.
+        return self.capture(execute=True)
+
+
+@pytest.fixture
+def broker(django_capture_on_commit_callbacks):
+    published = Published(django_capture_on_commit_callbacks)
+    before_task_publish.connect(published.record, weak=False)
+    try:
+        yield published
+    finally:
+        before_task_publish.disconnect(published.record)
+
+
+def text(workspace, agent, title="Note"):
+    return lifecycle.source_create(
+        workspace=workspace, agent_id=agent.id, kind="text", title=title, payload={"content": "Hello there."}
+    )
+
+
+def test_a_small_source_goes_to_the_interactive_queue_first_in_line(broker, workspace, agent):
+    with broker.sending():
+        text(workspace, agent)
+    assert broker.messages == {"interactive": ["ingestion.tasks.index_source"]}
+
+
+def test_a_big_crawls_pages_go_to_their_queues_at_the_bulk_priority(broker, workspace, agent):
+    with workspace_scope(workspace.id):
+        source = Source.objects.create(
+            agent=agent, kind="sitemap", title="Big", config={"url": "https://example.com/"}, pages_total=500
+        )
+        ids = [
+            Document.objects.create(source=source, url=f"https://example.com/{i}", status=Status.PENDING).id
+            for i in range(6)
+        ]
+    with broker.sending():
+        lifecycle.queue_page_jobs(workspace_id=workspace.id, document_ids=ids)
+    assert broker.messages == {
+        f"crawl:{lanes.BULK_PRIORITY}": ["ingestion.tasks.crawl_page"] * settings.CRAWL_WAVE_SIZE
+    }
+
+
+def test_a_workspace_starting_many_sources_at_once_leaves_the_interactive_lane(broker, workspace, agent):
+    with broker.sending():
+        for i in range(settings.INGESTION_INTERACTIVE_MAX_ACTIVE + 2):
+            text(workspace, agent, f"Note {i}")
+    waiting = broker.messages
+    assert len(waiting["interactive"]) == settings.INGESTION_INTERACTIVE_MAX_ACTIVE
+    assert len(waiting[f"index:{lanes.BULK_PRIORITY}"]) == 2
+
+
+def test_without_lanes_everything_is_published_as_before(broker, workspace, agent, settings):
+    settings.INGESTION_LANES = False
+    with broker.sending():
+        text(workspace, agent)
+    assert broker.messages == {"index": ["ingestion.tasks.index_source"]}
+
+
+def test_a_big_file_is_bulk_so_it_never_holds_a_crawl_process(broker, workspace, agent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    small = SimpleUploadedFile("small.txt", b"hello " * 100, content_type="text/plain")
+    big = SimpleUploadedFile("big.txt", b"hello " * (lanes.SMALL_FILE_BYTES // 5), content_type="text/plain")
+    with broker.sending():
+        lifecycle.upload_create(workspace=workspace, agent_id=agent.id, files=[small])
+        lifecycle.upload_create(workspace=workspace, agent_id=agent.id, files=[big])
+    assert broker.messages == {
+        "interactive": ["ingestion.tasks.index_upload"],
+        f"index:{lanes.BULK_PRIORITY}": ["ingestion.tasks.index_upload"],
+    }
