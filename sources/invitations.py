@@ -27,6 +27,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from sources import quotas
 from sources.access import AccessError, require_manager, require_owner_for
 from sources.accounts import verified_emails
 from sources.models import Invitation, Membership
@@ -72,6 +73,9 @@ def invite(*, actor: Membership, email: str, role: str, base_url: str) -> Invita
         )
         if members.exists():
             raise AccessError(f"{email} is already a member of this workspace.")
+        # Pending invitations hold a seat each, so a full plan refuses the invitation, not its acceptance.
+        others = _pending(Invitation.objects.exclude(email=email)).count()
+        quotas.check_members(actor.workspace, adding=1 + others)
         _pending(Invitation.objects.filter(email=email)).update(revoked_at=now)
         invitation = Invitation.objects.create(
             email=email,
@@ -161,6 +165,14 @@ def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Memb
     if reason:
         raise InvitationError(reason)
     with workspace_scope(invitation.workspace_id), transaction.atomic():
+        already = Membership.objects.filter(user=user).exists()
+        if not already:
+            try:  # the plan may have been lowered, or seats taken by direct adds, since it was sent
+                quotas.check_members(invitation.workspace)
+            except quotas.QuotaExceeded as exc:
+                raise InvitationError(
+                    f"{exc.message} Ask the workspace's owner to free a seat or change the plan."
+                ) from exc
         claimed = _pending(Invitation.objects.filter(id=invitation.id)).update(
             accepted_at=timezone.now(), accepted_by=user
         )

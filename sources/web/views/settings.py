@@ -1,6 +1,6 @@
-"""The workspace's settings page: its name, the re-sync schedule new sources get, and the visitor-token
-secret. Everyone in the workspace sees it; owners and admins change the name and schedule; only owners see
-or rotate the secret, because it lets its holder grant any audience."""
+"""The workspace's settings page: its name, the re-sync schedule new sources get, usage against its plan,
+and the visitor-token secret. Everyone in the workspace sees it; owners and admins change the name and
+schedule; only owners see or rotate the secret, because it lets its holder grant any audience."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from agents.visitor import rotate_visitor_secret
 from sources import access
 from sources.models import Membership, Schedule, Workspace
+from sources.usage import workspace_usage
 from sources.web.decorators import forbidden
 from sources.web.lookups import current_membership
 from sources.web.views.common import layout
@@ -41,9 +42,9 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
         page="settings",
         schedules=Schedule.choices,
         grace_until=expires if in_grace else None,
+        usage=workspace_usage(workspace),
         **extra,
     )
-    # Usage against the workspace's plan belongs on this page too; it comes with plans.
     return render(request, "app/workspace_settings.html", context, status=status)
 
 

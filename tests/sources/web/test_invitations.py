@@ -281,3 +281,36 @@ def test_operators_see_every_workspaces_invitations_in_the_admin(owner_client, d
     admin.force_login(operator)
     page = admin.get("/admin/sources/invitation/")
     assert page.status_code == 200 and b"nina@acme.example" in page.content
+
+
+def test_pending_invitations_hold_seats_of_the_plan_and_acceptance_rechecks(owner_client, workspace):
+    from sources.models import Plan
+
+    plan = Plan.objects.create(name="duo", label="Duo", max_members=2)
+    workspace.plan = plan
+    workspace.save(update_fields=["plan"])
+    link = invite(owner_client, "nina@acme.example")  # the owner plus Nina's pending seat: 2 of 2
+    mail.outbox.clear()
+    refused = owner_client.post(
+        "/app/workspace/invitations/new", {"email": "omar@acme.example", "role": "member"}
+    )
+    assert refused.status_code == 402 and "Your plan allows" in refused.content.decode()
+    assert not mail.outbox and not Invitation.unscoped.filter(email="omar@acme.example").exists()
+    # Inviting Nina again replaces her own seat rather than taking another.
+    link = invite(owner_client, "nina@acme.example")
+
+    # The plan is lowered before Nina accepts: she is told why, and joins nothing.
+    Plan.objects.filter(id=plan.id).update(max_members=1)
+    nina = confirmed_person("nina@acme.example")
+    page = nina.post(link)
+    assert page.status_code in (403, 409, 410), page.status_code
+    assert "Your plan allows" in page.content.decode()
+    assert "nina@acme.example" not in members(workspace)
+    Plan.objects.filter(id=plan.id).update(max_members=2)
+    assert nina.post(link).status_code == 302
+    assert members(workspace)["nina@acme.example"] == "member"
+
+
+def test_the_settings_page_shows_usage_against_the_plan(owner_client, workspace):
+    page = owner_client.get("/app/workspace/settings").content.decode()
+    assert "data-workspace-usage" in page and 'data-quota="members"' in page
