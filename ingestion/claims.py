@@ -69,10 +69,13 @@ def hold_documents(document_ids: list[int]) -> datetime:
     return held_until
 
 
-def claim_ready(document_id: int, *, max_chars: int, max_documents: int) -> tuple[list[Document], datetime]:
+def claim_ready(
+    document_id: int, *, max_chars: int, max_documents: int
+) -> tuple[list[Document], datetime, int | None]:
     """A batch for one index job: the document (pending or indexing, free) and companions in the indexing
     state that are free, up to the budget, held together. `skip_locked` lets two index jobs claim side by
-    side without waiting. Returns the documents (none if another job holds them) and the hold's token."""
+    side without waiting. Returns the documents (none if another job holds them), the hold's token, and
+    the first free document the budget left out (None when it took every one it saw)."""
     held_until = _new_hold()
     with transaction.atomic():
         own = list(
@@ -89,16 +92,18 @@ def claim_ready(document_id: int, *, max_chars: int, max_documents: int) -> tupl
             .order_by("id")
             .values_list("id", "size")[: max_documents * 2]
         )
-        ids, size = [], 0
+        ids, size, more = [], 0, None
         for candidate, length in [*own, *waiting]:
             if ids and (size + length > max_chars or len(ids) >= max_documents):
+                more = candidate
                 break
             ids.append(candidate)
             size += length
         if not ids:
-            return [], held_until
+            return [], held_until, None
         Document.objects.filter(id__in=ids).update(status=Status.INDEXING, due_by=held_until)
-    return list(Document.objects.filter(id__in=ids).select_related("source").order_by("id")), held_until
+    documents = list(Document.objects.filter(id__in=ids).select_related("source").order_by("id"))
+    return documents, held_until, more
 
 
 def still_held(document_id: int, held_until: datetime) -> bool:

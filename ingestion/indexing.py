@@ -7,6 +7,7 @@ import logging
 import time
 import traceback
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
@@ -45,7 +46,7 @@ INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
 
 
-def _batch_budget() -> tuple[int, int]:
+def batch_budget() -> tuple[int, int]:
     return (
         getattr(settings, "INDEX_BATCH_MAX_CHARS", INDEX_BATCH_MAX_CHARS),
         getattr(settings, "INDEX_BATCH_MAX_DOCUMENTS", INDEX_BATCH_MAX_DOCUMENTS),
@@ -62,7 +63,7 @@ def source_index(*, source: Source, inline_up_to: int | None = None) -> list[int
         pending = source.documents.filter(status__in=[Status.PENDING, Status.INDEXING])
         if inline_up_to is not None and pending.count() > inline_up_to:
             return list(pending.order_by("id").values_list("id", flat=True))
-        max_chars, max_documents = _batch_budget()
+        max_chars, max_documents = batch_budget()
         batch: list[Document] = []
         size = 0
         for document in pending.order_by("id"):
@@ -98,18 +99,22 @@ def document_timed_out(*, document: Document) -> None:
         )
 
 
-def index_ready(*, workspace_id: int, document_id: int) -> list[int]:
+class IndexPass(NamedTuple):
+    sources: list[int]  # the sources touched, whose status is derived again
+    more: int | None = None  # a document the budget left waiting, for the next job
+
+
+def index_ready(*, workspace_id: int, document_id: int) -> IndexPass:
     """The index queue's job for one document: claim it together with the workspace's other pages that wait
-    to be indexed (crawled, their own jobs still queued, or held by a job that died), up to a budget, and
-    index them in one pass. The jobs of the companions then find nothing to claim. Returns the ids of the
-    sources touched."""
+    to be indexed (crawled, their own jobs still queued, queued in batches, or held by a job that died), up
+    to a budget, and index them in one pass. The jobs of the companions then find nothing to claim."""
     with workspace_scope(workspace_id):
-        max_chars, max_documents = _batch_budget()
-        documents, held_until = claims.claim_ready(
+        max_chars, max_documents = batch_budget()
+        documents, held_until, more = claims.claim_ready(
             document_id, max_chars=max_chars, max_documents=max_documents
         )
         if not documents:
-            return []
+            return IndexPass([])
         try:
             documents_index(documents=documents, held_until=held_until)
         except SoftTimeLimitExceeded:
@@ -121,7 +126,7 @@ def index_ready(*, workspace_id: int, document_id: int) -> list[int]:
                     failure_class="indexing",
                     due_by=None,
                 )
-        return sorted({d.source_id for d in documents})
+        return IndexPass(sorted({d.source_id for d in documents}), more)
 
 
 def document_index(*, document: Document) -> None:

@@ -79,7 +79,7 @@ def _claim_in_a_process_then_kill_it(workspace_id: int, document_id: int) -> Non
         "from ingestion import claims\n"
         "from sources.tenancy import workspace_scope\n"
         f"with workspace_scope({workspace_id}):\n"
-        f"    documents, _ = claims.claim_ready({document_id}, max_chars=1_000_000, max_documents=100)\n"
+        f"    documents, _, _ = claims.claim_ready({document_id}, max_chars=1_000_000, max_documents=100)\n"
         "print('held', len(documents), flush=True)\n"
         "time.sleep(600)\n"
     )
@@ -134,7 +134,7 @@ class DownEmbedder(MiniLMOnnxEmbedder):
 def test_a_redelivered_job_takes_a_passed_hold_and_the_slow_holder_writes_nothing(workspace, agent, settings):
     pages = _crawled_pages(workspace, agent, 3)
     with workspace_scope(workspace.id):
-        stale, stale_token = claims.claim_ready(pages[0].id, **BUDGET)
+        stale, stale_token, _ = claims.claim_ready(pages[0].id, **BUDGET)
     assert [d.id for d in stale] == [p.id for p in pages]
     # A job delivered again while the hold lasts finds nothing to claim.
     tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)
