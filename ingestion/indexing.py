@@ -6,18 +6,18 @@ import json
 import logging
 import time
 import traceback
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Func, JSONField, Q, TextField, Value
-from django.db.models.functions import Length
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion import lanes
+from ingestion import claims, lanes
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
@@ -48,7 +48,7 @@ INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
 
 
-def _batch_budget() -> tuple[int, int]:
+def batch_budget() -> tuple[int, int]:
     return (
         getattr(settings, "INDEX_BATCH_MAX_CHARS", INDEX_BATCH_MAX_CHARS),
         getattr(settings, "INDEX_BATCH_MAX_DOCUMENTS", INDEX_BATCH_MAX_DOCUMENTS),
@@ -60,18 +60,12 @@ def source_index(*, source: Source, inline_up_to: int | None = None) -> list[int
     `inline_up_to` of them, return their ids for one job each (so no single task outlives its time limit).
     Returns [] when everything was done here or another worker already claimed the source."""
     with workspace_scope(source.workspace_id):
-        claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.INDEXING,
-            error="",
-            error_detail="",
-            updated_at=timezone.now(),  # the sweeper reads it
-        )
-        if claimed != 1:
+        if not claims.claim_pending_source(source=source, to=Status.INDEXING):
             return []
         pending = source.documents.filter(status__in=[Status.PENDING, Status.INDEXING])
         if inline_up_to is not None and pending.count() > inline_up_to:
             return list(pending.order_by("id").values_list("id", flat=True))
-        max_chars, max_documents = _batch_budget()
+        max_chars, max_documents = batch_budget()
         batch: list[Document] = []
         size = 0
         for document in pending.order_by("id"):
@@ -107,66 +101,38 @@ def document_timed_out(*, document: Document) -> None:
         )
 
 
-def index_ready(*, workspace_id: int, document_id: int) -> list[int]:
+class IndexPass(NamedTuple):
+    sources: list[int]  # the sources touched, whose status is derived again
+    more: int | None = None  # a document the budget left waiting, for the next job
+
+
+def index_ready(*, workspace_id: int, document_id: int) -> IndexPass:
     """The index queue's job for one document: claim it together with the workspace's other pages that wait
-    to be indexed (crawled, their own jobs still queued), up to a budget, and index them in one pass.
-    The jobs of the companions then find nothing to claim. Returns the ids of the sources touched."""
+    to be indexed (crawled, their own jobs still queued, queued in batches, or held by a job that died), up
+    to a budget, and index them in one pass. The jobs of the companions then find nothing to claim."""
     with workspace_scope(workspace_id):
-        documents = _claim_ready(document_id)
+        max_chars, max_documents = batch_budget()
+        # A job in the interactive lane stays short: no companions from the workspace's big crawl.
+        documents, held_until, more = claims.claim_ready(
+            document_id,
+            max_chars=max_chars,
+            max_documents=max_documents,
+            companions_of=_interactive_source(document_id),
+        )
         if not documents:
-            return []
+            return IndexPass([])
         try:
-            documents_index(documents=documents, claimed=True)
+            documents_index(documents=documents, held_until=held_until)
         except SoftTimeLimitExceeded:
             for document in documents:
-                Document.objects.filter(id=document.id, status=Status.INDEXING).update(
+                Document.objects.filter(claims.held(document.id, held_until)).update(
                     status=Status.FAILED,
                     error="Indexing this page took too long; try Reindex.",
                     error_detail=f"soft time limit of {settings.CELERY_TASK_SOFT_TIME_LIMIT}s",
                     failure_class="indexing",
                     due_by=None,
                 )
-        return sorted({d.source_id for d in documents})
-
-
-def _claim_ready(document_id: int) -> list[Document]:
-    """A conditional claim: the document (pending or indexing, not held by another job) and companions in
-    the indexing state that no job holds. `due_by` marks the hold and is the sweeper's deadline for it,
-    should this worker die; `skip_locked` lets two index jobs claim side by side without waiting."""
-    deadline = timezone.now() + timezone.timedelta(
-        seconds=settings.CELERY_TASK_TIME_LIMIT + settings.CRAWL_STALLED_AFTER
-    )
-    max_chars, max_documents = _batch_budget()
-    with transaction.atomic():
-        own = list(
-            Document.objects.select_for_update(skip_locked=True)
-            .filter(id=document_id, status__in=[Status.PENDING, Status.INDEXING], due_by__isnull=True)
-            .annotate(size=Length("text"))
-            .values_list("id", "size")
-        )
-        companions = Document.objects.select_for_update(skip_locked=True).filter(
-            status=Status.INDEXING, due_by__isnull=True
-        )
-        small_source = _interactive_source(document_id) if own else None
-        if small_source is not None:
-            # A job in the interactive lane stays short: no companions from the workspace's big crawl.
-            companions = companions.filter(source_id=small_source)
-        waiting = list(
-            companions.exclude(id=document_id)
-            .annotate(size=Length("text"))
-            .order_by("id")
-            .values_list("id", "size")[: max_documents * 2]
-        )
-        ids, size = [], 0
-        for candidate, length in [*own, *waiting]:
-            if ids and (size + length > max_chars or len(ids) >= max_documents):
-                break
-            ids.append(candidate)
-            size += length
-        if not ids:
-            return []
-        Document.objects.filter(id__in=ids).update(status=Status.INDEXING, due_by=deadline)
-    return list(Document.objects.filter(id__in=ids).select_related("source").order_by("id"))
+        return IndexPass(sorted({d.source_id for d in documents}), more)
 
 
 def _interactive_source(document_id: int) -> int | None:
@@ -183,33 +149,30 @@ def document_index(*, document: Document) -> None:
     documents_index(documents=[document])
 
 
-def documents_index(*, documents: list[Document], claimed: bool = False) -> None:
+def documents_index(*, documents: list[Document], held_until: datetime | None = None) -> None:
     """Chunk the documents, embed all their chunks in one pass (batched by length across documents), then
     store each document in its own transaction: its previous chunks are replaced at once, and one failing
-    document fails alone."""
+    document fails alone. `held_until` is the token of the claim that holds them (ingestion/claims.py);
+    without one, they are held here. A document whose hold was taken over meanwhile is left to its new
+    holder: nothing is written for it."""
     if not documents:
         return
     with workspace_scope(documents[0].workspace_id):
-        if not claimed:
-            # Held like a claimed batch, so no index job takes these documents as companions meanwhile.
-            Document.objects.filter(id__in=[d.id for d in documents]).update(
-                status=Status.INDEXING,
-                due_by=timezone.now()
-                + timezone.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + settings.CRAWL_STALLED_AFTER),
-            )
+        if held_until is None:
+            held_until = claims.hold_documents([d.id for d in documents])
         started = time.perf_counter()
         prepared: list[tuple[Document, list[Chunk], list[str]]] = []
         for document in documents:
             try:
                 chunks = _build_chunks(document)
             except IndexingError as exc:
-                _fail_document(document, exc.message, exc.detail)
+                _fail_document(document, exc.message, exc.detail, held_until=held_until)
                 continue
             except SoftTimeLimitExceeded:
                 raise
             except Exception:
                 log.exception("chunking document %s failed", document.id)
-                _fail_document(document, UNEXPECTED, traceback.format_exc())
+                _fail_document(document, UNEXPECTED, traceback.format_exc(), held_until=held_until)
                 continue
             prepared.append((document, chunks, [embedding_input(c.text, document.title) for c in chunks]))
         chunked = time.perf_counter()
@@ -225,7 +188,7 @@ def documents_index(*, documents: list[Document], claimed: bool = False) -> None
                 vectors = embed_texts([text for _, _, inputs in group for text in inputs], embedder)
             except EmbeddingError as exc:
                 for document, _, _ in group:
-                    _fail_document(document, exc.message, exc.detail)
+                    _fail_document(document, exc.message, exc.detail, held_until=held_until)
                 continue
             stored.append((embedder, group, vectors))
         embedded = time.perf_counter()
@@ -233,7 +196,8 @@ def documents_index(*, documents: list[Document], claimed: bool = False) -> None
         for embedder, group, vectors in stored:
             start = 0
             for document, chunks, inputs in group:
-                _store_document(document, chunks, inputs, vectors[start : start + len(chunks)], embedder)
+                vectors_of = vectors[start : start + len(chunks)]
+                _store_document(document, chunks, inputs, vectors_of, embedder, held_until)
                 start += len(chunks)
             offset += start
         # Where an index job's time goes (the ingestion benchmark reads these lines from worker logs).
@@ -252,11 +216,23 @@ def documents_index(*, documents: list[Document], claimed: bool = False) -> None
 
 
 def _store_document(
-    document: Document, chunks: list[Chunk], inputs: list[str], vectors: np.ndarray, embedder: Embedder
+    document: Document,
+    chunks: list[Chunk],
+    inputs: list[str],
+    vectors: np.ndarray,
+    embedder: Embedder,
+    held_until: datetime,
 ) -> None:
     try:
-        old_ids = [str(i) for i in document.chunks.values_list("id", flat=True)]
         with transaction.atomic():
+            if not claims.still_held(document.id, held_until):
+                # Our hold passed and the document went to another job (the sweeper judged us dead): its
+                # holder writes it, so this late copy neither duplicates nor overwrites anything.
+                log.warning(
+                    "document %s: its hold passed before it was stored; left to its new holder", document.id
+                )
+                return
+            old_ids = [str(i) for i in document.chunks.values_list("id", flat=True)]
             # Through the store first, so its keyword statistics stay in step, then the rows.
             delete_chunk_vectors(workspace_id=document.workspace_id, chunk_ids=old_ids)
             Chunk.objects.filter(document=document).delete()
@@ -272,16 +248,18 @@ def _store_document(
                 status=Status.DONE, error="", error_detail="", due_by=None
             )
     except (EmbeddingError, IndexingError) as exc:
-        _fail_document(document, exc.message, exc.detail)
+        _fail_document(document, exc.message, exc.detail, held_until=held_until)
     except VectorStoreError as exc:
-        _fail_document(document, "The search index is unavailable; we'll need to retry.", str(exc))
+        _fail_document(
+            document, "The search index is unavailable; we'll need to retry.", str(exc), held_until=held_until
+        )
     except SoftTimeLimitExceeded:
         raise  # the task's time limit: the task decides what a timeout means
     except Exception:
         # Unexpected: keep the trace for operators and fail this document only, so its source
         # still reaches a final status instead of hanging in "indexing".
         log.exception("indexing document %s failed", document.id)
-        _fail_document(document, UNEXPECTED, traceback.format_exc())
+        _fail_document(document, UNEXPECTED, traceback.format_exc(), held_until=held_until)
 
 
 def _build_chunks(document: Document) -> list[Chunk]:
@@ -322,8 +300,11 @@ def _build_chunks(document: Document) -> list[Chunk]:
     return chunks
 
 
-def _fail_document(document: Document, message: str, detail: str) -> None:
-    Document.objects.filter(id=document.id).update(
+def _fail_document(
+    document: Document, message: str, detail: str, *, held_until: datetime | None = None
+) -> None:
+    # A holder fails a document only while it still holds it (see _store_document).
+    Document.objects.filter(claims.held(document.id, held_until)).update(
         status=Status.FAILED,
         error=message[:500],
         error_detail=operator_detail(detail),

@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from ingestion import backlog, lanes, sync
 from ingestion import files as storage
-from ingestion.indexing import delete_source_chunks, source_refresh_status
+from ingestion.indexing import batch_budget, delete_source_chunks, source_refresh_status
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
@@ -363,16 +363,25 @@ def pump_pages(*, workspace_id: int, source_id: int) -> int:
 
 
 def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
-    """One index job per document, once the transaction that wrote them commits: a source too big to index
-    within one task's time limit, or documents pushed through the documents API (ingestion/push.py)."""
+    """Index jobs for documents, once the transaction that wrote them commits: a source too big to index
+    within one task's time limit, documents pushed through the documents API (ingestion/push.py), pages the
+    sweeper put back. One job per batch (INDEX_BATCH_MAX_DOCUMENTS), not per document: each job claims
+    its document with the others waiting (indexing.index_ready), so the rest go to indexing, where any
+    index job takes them, and a job its budget cut short queues the next one (tasks.index_document)."""
     from ingestion import tasks
 
     if not document_ids:
         return
-    lane = lanes.lane_for_documents(workspace_id, document_ids)
+    ids = sorted(set(document_ids))
+    leads = ids[:: batch_budget()[1]]
+    lane = lanes.lane_for_documents(workspace_id, ids)
 
     def publish() -> None:
-        for document_id in document_ids:
+        with workspace_scope(workspace_id):
+            Document.objects.filter(id__in=ids, status=Status.PENDING, due_by__isnull=True).update(
+                status=Status.INDEXING, updated_at=timezone.now()
+            )
+        for document_id in leads:
             kwargs = {"workspace_id": workspace_id, "document_id": document_id}
             tasks.index_document.apply_async(kwargs=kwargs, **lane.options)
 

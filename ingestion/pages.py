@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from config import metrics
 from config.logging import operator_detail
-from ingestion import sync
+from ingestion import claims, sync
 from ingestion.admission import admit_pages
 from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
@@ -54,18 +54,8 @@ def source_expand(*, source: Source) -> list[int]:
     """Claim a pending source, open a sync, list its pages as documents, and return the ids of those to
     crawl."""
     with workspace_scope(source.workspace_id):
-        started = timezone.now()
-        claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.CRAWLING,
-            error="",
-            error_detail="",
-            notice="",
-            sync_started_at=started,
-            updated_at=started,  # queryset updates leave auto_now alone; the sweeper reads this
-        )
-        if claimed != 1:
+        if not claims.claim_pending_source(source=source, to=Status.CRAWLING, opens_sync=True):
             return []
-        source.sync_started_at = started
         try:
             expansion = get_kind(source.kind).expand(source=source)
             return _documents_for(source, expansion)

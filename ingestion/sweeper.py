@@ -48,11 +48,12 @@ def sweep_stalled() -> dict[str, int]:
 
     A page whose worker was killed (time limit, crash, deploy) never reports back; its row keeps an old
     `updated_at`. A page that waits on purpose (a site's Retry-After, a busy host, its place in the crawl
-    queue) carries its own deadline, `due_by`, and is judged by that instead. While attempts are left
-    (each crawl of a page spends one, and so does each time the sweeper puts it back) a crawled page goes
-    back to its source's backlog, a page waiting for its index job gets another, and a file or text
-    source whose job died is queued again; a page still in the backlog waits its turn and is not
-    stalled; anything else fails with a reason operators see.
+    queue) carries its own deadline, `due_by`, and is judged by that instead; so does a page held by an
+    index job, until the hold passes (ingestion/claims.py). While attempts are left (each crawl of a page
+    spends one, and so does each time the sweeper puts it back) a crawled page goes back to its source's
+    backlog, a page waiting for its index job (or held by a dead one) is released and gets another job,
+    and a file or text source whose job died is queued again; a page still in the backlog waits its turn
+    and is not stalled; anything else fails with a reason operators see.
     """
     now = timezone.now()
     cutoff = now - timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
@@ -69,12 +70,15 @@ def sweep_stalled() -> dict[str, int]:
         row = Document.unscoped.filter(id=document_id, status=status, due_by=due_by).filter(overdue)
         if kind in resumable and sweep.resume_source(source_id, workspace_id):
             continue
+        if status == Status.INDEXING and kind not in resumable and attempts < settings.CRAWL_MAX_ATTEMPTS:
+            # Its index job was lost, or the worker holding it died (its hold passed: ingestion/claims.py).
+            # The hold is released, so the new job (or any index job of the workspace) can claim it, and
+            # it counts as stalled again only CRAWL_STALLED_AFTER from now. A holder that was merely slow
+            # finds its token gone and writes nothing.
+            if row.update(due_by=None, attempts=F("attempts") + 1, updated_at=now):
+                sweep.index.setdefault(workspace_id, []).append(document_id)
+            continue
         if kind in crawled_kinds and attempts < settings.CRAWL_MAX_ATTEMPTS:
-            if status == Status.INDEXING:
-                # Its index job was lost: another one (indexing replaces the page's chunks at once).
-                if row.update(attempts=F("attempts") + 1, updated_at=now):
-                    sweep.index.setdefault(workspace_id, []).append(document_id)
-                continue
             if status == Status.PENDING and due_by is None and sweep.in_backlog(source_id, document_id):
                 continue  # unpublished: waiting for its wave, not stalled
             put_back = row.update(

@@ -155,8 +155,15 @@ def index_document(*, workspace_id: int, document_id: int) -> None:
     """Index this document and, in the same pass, the workspace's other crawled pages waiting for their own
     jobs (those jobs then find nothing left to claim): see indexing.index_ready."""
     with workspace_scope(workspace_id):
-        for source_id in indexing.index_ready(workspace_id=workspace_id, document_id=document_id):
+        passed = indexing.index_ready(workspace_id=workspace_id, document_id=document_id)
+        for source_id in passed.sources:
             indexing.source_refresh_status(source_id=source_id)
+        if passed.more is not None:
+            # Documents queued in batches (lifecycle.queue_index_jobs) have no job each: what this job's
+            # budget left waiting gets the next one.
+            following = {"workspace_id": workspace_id, "document_id": passed.more}
+            lane = lanes.lane_for_documents(workspace_id, [passed.more]).options
+            transaction.on_commit(lambda: index_document.apply_async(kwargs=following, **lane))
 
 
 @shared_task(acks_late=True)

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from ingestion.claims import claim_pending_source
 from ingestion.indexing import source_refresh_status
 from ingestion.kinds.registry import get_kind
 from integrations.connections import mark_needs_reconnect, reconnect_message
@@ -82,19 +83,9 @@ def _requeue_wait(exc: ProviderRateLimited) -> float:
 
 def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outcome:
     with workspace_scope(source.workspace_id):
-        started = timezone.now()
-        claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.CRAWLING,
-            error="",
-            error_detail="",
-            notice="",
-            # Opens a sync (ingestion.sync): when its documents settle, the outcome and dates are written.
-            sync_started_at=started,
-            updated_at=started,
-        )
-        if claimed != 1:
+        # Opens a sync (ingestion.sync): when its documents settle, the outcome and dates are written.
+        if not claim_pending_source(source=source, to=Status.CRAWLING, opens_sync=True):
             return Outcome()
-        source.sync_started_at = started
         kind = get_kind(source.kind)
         connection = connection_of(source)
         if connection is None or not connection.active:

@@ -387,7 +387,7 @@ def main() -> int:
         )
     healthy = all(
         r["settled"] and not r["in_flight"] and not r["unclassed_failures"] and r["orphans"] == 0
-        and not r["duplicated_chunks"] and not r["lost_chunks"]
+        and not r["duplicated_chunks"] and not r["lost_chunks"] and not r["extra_failed"]
         for r in rows
     )  # fmt: skip
     return 0 if healthy else 1

@@ -55,14 +55,19 @@ def embedder_hang(h) -> tuple[Fault, After]:
     """The embedder answers after 30 s (past the index task's 8 s soft limit) for 20 s, then recovers.
     Pages indexed meanwhile fail with their class; Retry failed, as an admin would, brings them back."""
 
+    recovery = threading.Timer(20.0, lambda: setattr(h.embedder, "embedding_delay", 0.0))
+
     def fault() -> None:
         h.embedder.embedding_delay = 30.0
-        threading.Timer(20.0, lambda: setattr(h.embedder, "embedding_delay", 0.0)).start()
+        recovery.start()
 
     def after(sources: list[int]) -> None:
         from ingestion import lifecycle
         from sources.models import Source
 
+        # The admin retries once the embedder is back: pages can all have failed before its 20 s are up,
+        # and a retry into the outage fails again (seen: 2 pages failed `indexing` after the retry).
+        recovery.join()
         h.hang_failures = _failures(sources)
         for source in Source.unscoped.filter(id__in=sources):
             lifecycle.retry_failed(source=source)

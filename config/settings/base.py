@@ -318,8 +318,8 @@ CRAWL_WAVE_SIZE = env.int("CRAWL_WAVE_SIZE", default=4)
 # than CRAWL_MAX_ATTEMPTS attempts, anything else fails with a reason (ingestion/sweeper.py).
 CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
 CRAWL_MAX_ATTEMPTS = env.int("CRAWL_MAX_ATTEMPTS", default=5)
-# A source with more pending documents than this is indexed one job per document (reindexing a big site
-# in one task would outlive the task's time limit).
+# A source with more pending documents than this is handed to the index queue, one job per batch
+# (lifecycle.queue_index_jobs): reindexing a big site in one task would outlive the task's time limit.
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
 # Fair work across workspaces (ingestion/lanes.py): small sources' jobs go to the interactive queue ahead of
 # big crawls' jobs, which are published at a lower priority.

@@ -17,7 +17,6 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from ingestion.files import UploadMissing, load_segments, parse_original, save_segments
 from ingestion.kinds.base import KindConfig, KindError, SourceKind
@@ -92,16 +91,11 @@ class UploadKind(SourceKind):
 
 def upload_index(*, source: Source) -> None:
     """Parse (first time) or reload segments (reindex), then index every document."""
+    from ingestion.claims import claim_pending_source
     from ingestion.indexing import Progress, document_index, source_refresh_status
 
     with workspace_scope(source.workspace_id):
-        claimed = Source.objects.filter(id=source.id, status=Status.PENDING).update(
-            status=Status.INDEXING,
-            error="",
-            error_detail="",
-            updated_at=timezone.now(),  # the sweeper reads it
-        )
-        if claimed != 1:
+        if not claim_pending_source(source=source, to=Status.INDEXING):
             return
         progress = Progress(source.id)
         progress.clear()  # a previous run's stage is not this one's

@@ -44,7 +44,7 @@ def test_readyz_is_ok_with_every_dependency_up_and_a_worker_per_queue(celery_wor
     assert response.status_code == 200, body
     assert body["status"] == "ok" and body["failed"] == []
     assert set(body["checks"]) == {"database", "redis", "broker", "vector_store", "workers"}
-    assert body["checks"]["workers"]["queues"] == {"crawl": 1, "index": 1}
+    assert body["checks"]["workers"]["queues"] == {"crawl": 1, "index": 1, "interactive": 1}
 
 
 def _test_database_url() -> str:

@@ -97,16 +97,19 @@ def test_another_workspaces_pages_and_pages_held_by_another_job_are_left_alone(
 
 
 def test_a_batch_stops_at_its_budget_and_the_next_job_takes_the_rest(
-    workspace, agent, counting_embedder, settings
+    workspace, agent, counting_embedder, settings, eager_tasks
 ):
     settings.INDEX_BATCH_MAX_DOCUMENTS = 2
     pages = _crawled_pages(workspace, agent, 5)
     tasks.index_document(workspace_id=workspace.id, document_id=pages[3].id)
+    # Its own page first, then the oldest waiting one; cut short by the budget, it queued a job for the
+    # first page it left, which did the same.
+    assert counting_embedder == [2, 2, 1]
+    assert eager_tasks == [pages[1].id, pages[4].id]
     with workspace_scope(workspace.id):
-        done = set(Document.objects.filter(status=Status.DONE).values_list("id", flat=True))
-    assert done == {pages[3].id, pages[0].id}  # its own page first, then the oldest waiting one
-    tasks.index_document(workspace_id=workspace.id, document_id=pages[1].id)
-    tasks.index_document(workspace_id=workspace.id, document_id=pages[2].id)
+        assert set(Document.objects.values_list("status", flat=True)) == {Status.DONE}
+    for page in pages:  # the pages' own jobs find nothing left
+        tasks.index_document(workspace_id=workspace.id, document_id=page.id)
     assert counting_embedder == [2, 2, 1]
 
 
@@ -119,3 +122,59 @@ def test_vectors_come_back_in_input_order_although_embedded_by_length(settings):
     together = embed_texts(texts)
     alone = np.stack([embed_texts([t])[0] for t in texts])
     assert np.allclose((together * alone).sum(axis=1), 1.0, atol=1e-3)
+
+
+@pytest.fixture
+def eager_tasks():
+    """Published tasks run at once in this process (nested where a task publishes the next), each counted."""
+    from celery.signals import task_prerun
+
+    from config.celery import app
+
+    ran: list[int] = []
+
+    def count(sender=None, kwargs=None, **_):  # type: ignore[no-untyped-def]
+        if getattr(sender, "name", "") == tasks.index_document.name:
+            ran.append(kwargs["document_id"])
+
+    task_prerun.connect(count, weak=False)
+    app.conf.task_always_eager = True
+    yield ran
+    app.conf.task_always_eager = False
+    task_prerun.disconnect(count)
+
+
+def _reindexed(pages: list[Document]) -> list[int]:
+    """The pages as a reindex hands them to the index queue: pending, no job yet."""
+    Document.unscoped.filter(id__in=[p.id for p in pages]).update(status=Status.PENDING)
+    return [p.id for p in pages]
+
+
+def test_queued_documents_get_one_job_per_batch_not_one_each(
+    workspace, agent, counting_embedder, settings, eager_tasks
+):
+    from ingestion import lifecycle
+
+    settings.INDEX_BATCH_MAX_DOCUMENTS = 4
+    ids = _reindexed(_crawled_pages(workspace, agent, 9))
+    lifecycle.queue_index_jobs(workspace_id=workspace.id, document_ids=ids)
+    # Three jobs published (one per batch of four); the first two, cut by the budget, each queued the next.
+    assert sorted(eager_tasks) == sorted([ids[0], ids[4], ids[8], ids[4], ids[8]])
+    assert counting_embedder == [4, 4, 1]
+    with workspace_scope(workspace.id):
+        assert set(Document.objects.values_list("status", flat=True)) == {Status.DONE}
+        assert Chunk.objects.values("document_id").distinct().count() == 9 == Chunk.objects.count()
+
+
+def test_what_a_jobs_budget_leaves_waiting_gets_the_next_job(
+    workspace, agent, counting_embedder, settings, eager_tasks
+):
+    from ingestion import lifecycle
+
+    settings.INDEX_BATCH_MAX_CHARS = 10  # every page is over it: one page per job
+    ids = _reindexed(_crawled_pages(workspace, agent, 3))
+    lifecycle.queue_index_jobs(workspace_id=workspace.id, document_ids=ids)
+    assert eager_tasks == ids  # one job published; each job queued the next
+    assert counting_embedder == [1, 1, 1]
+    with workspace_scope(workspace.id):
+        assert set(Document.objects.values_list("status", flat=True)) == {Status.DONE}

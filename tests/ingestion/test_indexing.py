@@ -96,7 +96,7 @@ def crawled_site(agent, pages: int):
     return source
 
 
-def test_a_big_reindex_runs_one_job_per_document_on_the_workers(celery_worker, api, agent, settings):
+def test_a_big_reindex_runs_in_batched_index_jobs_on_the_workers(celery_worker, api, agent, settings):
     assert settings.INDEX_FAN_OUT_AT == 3  # the worker processes run with the same test settings
     source = crawled_site(agent, pages=5)
     assert api.post(f"/api/v1/sources/{source.id}/reindex").status_code == 202
@@ -108,7 +108,7 @@ def test_a_big_reindex_runs_one_job_per_document_on_the_workers(celery_worker, a
 
 
 @pytest.mark.django_db
-def test_the_index_task_hands_a_big_source_back_as_one_job_per_document(agent, settings):
+def test_the_index_task_hands_a_big_source_back_to_the_index_queue(agent, settings):
     from ingestion.kinds.registry import get_kind
     from ingestion.lifecycle import source_reindex
     from sources.tenancy import workspace_scope

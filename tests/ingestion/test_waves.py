@@ -19,9 +19,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def broker():
+def broker(settings):
     """Page jobs routed to a queue of this test's own: the session's real worker (started by earlier worker
-    tests) consumes `crawl`, and would take the messages this test reads."""
+    tests) consumes `crawl`, and would take the messages this test reads. Lanes (which name a queue for
+    each job, tests/ingestion/test_lanes.py) are off, so the routing table decides."""
+    settings.INGESTION_LANES = False
     import uuid
 
     from celery.app import routes

@@ -6,12 +6,28 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from sources.models import Source
+from sources.models import Chunk, Source
 from sources.tenancy import workspace_scope
-from tests.factories import index_text
+from tests.factories import index_text, wait_for
 from tests.sources.web.conftest import screenshot
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# Saving indexes the source again on the session's real worker; each test waits for it to finish, so no
+# job of this test is still writing when the database is emptied after it.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("celery_worker"),
+]
+
+
+def settled(workspace_id: int, **lookup) -> Source:
+    def done():
+        with workspace_scope(workspace_id):
+            source = Source.objects.filter(**lookup).first()
+        return source if source is not None and source.status in ("done", "failed") else None
+
+    return wait_for(done, timeout=120)
+
 
 FAQ = "\n---\n".join(
     f"Q: How do I do thing {i}?\nA: " + f"You do thing {i} by following these steps carefully. " * 3
@@ -46,7 +62,11 @@ def test_preview_then_save_the_chunking_of_a_source(sign_in, owner, workspace, a
     with workspace_scope(workspace.id):
         saved = Source.objects.get(id=source.id)
     assert saved.config["record_separator"] == "---" and saved.config["chunk_size"] == 400
-    assert saved.status != "done" or saved.indexed_at != source.indexed_at  # indexed again
+    reindexed = settled(workspace.id, id=source.id)
+    assert reindexed.status == "done"
+    with workspace_scope(workspace.id):
+        texts = list(Chunk.objects.filter(source_id=source.id).values_list("text", flat=True))
+    assert len(texts) > 1 and all(t.startswith("Q: How do I do thing") for t in texts)  # the new chunking
 
 
 def test_the_add_dialog_previews_pasted_text(sign_in, owner, agent):
@@ -68,3 +88,4 @@ def test_the_add_dialog_previews_pasted_text(sign_in, owner, agent):
     with workspace_scope(agent.workspace_id):
         added = Source.objects.get(title="Help FAQ")
     assert added.config["chunk_size"] == 200 and added.config["record_separator"] == "---"
+    assert settled(agent.workspace_id, id=added.id).status == "done"
