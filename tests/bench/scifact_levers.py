@@ -202,9 +202,10 @@ def levers(cache: Path) -> None:
         ("keyword (default)", {"mode": "keyword"}),
         ("vector (default)", {"mode": "vector"}),
         ("hybrid (default)", {"mode": "hybrid", "weights": [0.4, 0.6]}),
+        *[("min-max", {"mode": "hybrid", "weights": [w, 1 - w]}) for w in (0.3, 0.35, 0.45, 0.5)],
         *[
             ("z-score", {"mode": "hybrid", "fusion": "zscore", "weights": [w, 1 - w]})
-            for w in (0.3, 0.4, 0.5)
+            for w in (0.3, 0.4, 0.45, 0.5, 0.55)
         ],
         *[
             ("best + second passage", {"mode": "hybrid", "weights": [0.4, 0.6], "second": s})
