@@ -10,6 +10,7 @@ import csv
 import hashlib
 import json
 import math
+import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -44,6 +45,14 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
             query_id, doc_id, score = row[0], row[1], int(row[2])
             qrels.setdefault(query_id, {})[doc_id] = score
     return qrels
+
+
+def sample_documents(corpus_ids: list[str], qrels: dict[str, dict[str, int]], distractors: int) -> set[str]:
+    """The judged documents of `qrels` and `distractors` others drawn at random (a fixed seed, so every
+    model is measured on the same documents): a corpus small enough for a slow embedder."""
+    judged = {doc_id for relevant in qrels.values() for doc_id in relevant}
+    others = sorted(set(corpus_ids) - judged)
+    return judged | set(random.Random(0).sample(others, min(distractors, len(others))))
 
 
 def fingerprint(*parts: object) -> str:

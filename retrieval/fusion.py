@@ -1,7 +1,10 @@
 """Combining the vector and keyword rankings into one.
 
-Two methods: reciprocal rank fusion (ranks only, robust to score scales) and normalised score fusion
-(min-max per list, weighted sum), which keeps how much better the first hit is than the tenth.
+Three methods: reciprocal rank fusion (ranks only, robust to score scales), and normalised score fusion,
+a weighted sum of each list's scores put on one scale, which keeps how much better the first hit is than
+the tenth. The scale is min-max ("score": the list's best is 1, its last 0) or the z-score ("zscore":
+standard deviations above the list's mean, so one outlier at the top does not squash the rest). A hit
+missing from a list counts as that list's last.
 """
 
 from __future__ import annotations
@@ -38,4 +41,24 @@ def score_fusion(rankings: Sequence[Sequence[VectorHit]], weights: Sequence[floa
     return fused
 
 
-FUSIONS = {"rrf": reciprocal_rank_fusion, "score": score_fusion}
+def zscore_fusion(rankings: Sequence[Sequence[VectorHit]], weights: Sequence[float]) -> dict[str, float]:
+    ids = {hit.chunk_id for ranking in rankings for hit in ranking}
+    fused = dict.fromkeys(ids, 0.0)
+    for ranking, weight in zip(rankings, weights, strict=True):
+        if not ranking:
+            continue
+        scores = [h.score for h in ranking]
+        mean = sum(scores) / len(scores)
+        deviation = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
+        if deviation <= 1e-12:  # one distinct score: no order to keep, as in score_fusion
+            normalised = {h.chunk_id: 1.0 for h in ranking}
+            floor = 0.0
+        else:
+            normalised = {h.chunk_id: (h.score - mean) / deviation for h in ranking}
+            floor = (min(scores) - mean) / deviation
+        for chunk_id in ids:
+            fused[chunk_id] += weight * normalised.get(chunk_id, floor)
+    return fused
+
+
+FUSIONS = {"rrf": reciprocal_rank_fusion, "score": score_fusion, "zscore": zscore_fusion}

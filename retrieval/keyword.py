@@ -13,8 +13,9 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-K1 = 1.2
-B = 0.75
+# The defaults; every workspace may set its own (Workspace.bm25_k1, bm25_b), read at query time.
+from sources.models import BM25_B as B
+from sources.models import BM25_K1 as K1
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -79,13 +80,13 @@ def idf(document_count: int, document_frequency: int) -> float:
     return math.log(1 + (document_count - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
-def term_weight(tf: int, length: int, average_length: float) -> float:
-    """The saturated term-frequency part of BM25; between 0 and K1 + 1."""
-    norm = K1 * (1 - B + B * length / max(average_length, 1e-9))
-    return tf * (K1 + 1) / (tf + norm)
+def term_weight(tf: int, length: int, average_length: float, k1: float = K1, b: float = B) -> float:
+    """The saturated term-frequency part of BM25; between 0 and k1 + 1."""
+    norm = k1 * (1 - b + b * length / max(average_length, 1e-9))
+    return tf * (k1 + 1) / (tf + norm) if tf + norm > 0 else 0.0
 
 
-def max_score(idfs: list[float], query_counts: list[int]) -> float:
+def max_score(idfs: list[float], query_counts: list[int], k1: float = K1) -> float:
     """The score a chunk would get if every query term saturated: BM25 scores divided by this land in
     [0, 1] with a meaning that does not depend on the other results."""
-    return sum(w * q for w, q in zip(idfs, query_counts, strict=True)) * (K1 + 1)
+    return sum(w * q for w, q in zip(idfs, query_counts, strict=True)) * (k1 + 1)

@@ -23,7 +23,7 @@ from retrieval import keyword, providers
 from retrieval.embedders.base import Embedder
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, VectorRecord, validate_filters
-from sources.models import Chunk, Source
+from sources.models import Chunk, Source, Workspace
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -48,15 +48,39 @@ class SearchParams:
     cache_threshold: float | None = None
     cache_max_entries: int | None = None
     cache_ttl: int | None = None
+    # BM25's k1 and b; None is the workspace's (Workspace.bm25_k1, bm25_b), read before the search.
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
 
     def __post_init__(self) -> None:
         if self.candidates < 1 or self.rerank_pool < 1:
             raise ValueError("candidates and rerank_pool must be at least 1")
+        if self.bm25_k1 is not None and not 0 <= self.bm25_k1 <= 3:
+            raise ValueError("bm25_k1 must be between 0 and 3")
+        if self.bm25_b is not None and not 0 <= self.bm25_b <= 1:
+            raise ValueError("bm25_b must be between 0 and 1")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {sorted(FUSIONS)}")
         validate_filters(self.filters)
+
+
+def with_workspace_bm25(params: SearchParams, workspace_id: int) -> SearchParams:
+    """The params with the workspace's BM25 k1 and b where they are not given (one primary-key read;
+    callers holding the workspace, like the search API, pass them). Resolved before any cache key is
+    made, so a changed setting never serves answers ranked with the old one."""
+    if params.bm25_k1 is not None and params.bm25_b is not None:
+        return params
+    k1, b = Workspace.objects.filter(id=workspace_id).values_list("bm25_k1", "bm25_b").first() or (
+        keyword.K1,
+        keyword.B,
+    )
+    return replace(
+        params,
+        bm25_k1=k1 if params.bm25_k1 is None else params.bm25_k1,
+        bm25_b=b if params.bm25_b is None else params.bm25_b,
+    )
 
 
 @dataclass(frozen=True)
@@ -199,7 +223,14 @@ def search_hits(
         if want_vector
         else []
     )
-    by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **common) if want_keyword else []
+    # search_passages / search_workspace have put the workspace's in; a direct caller gets the defaults.
+    bm25 = {
+        "k1": keyword.K1 if params.bm25_k1 is None else params.bm25_k1,
+        "b": keyword.B if params.bm25_b is None else params.bm25_b,
+    }
+    by_keyword = (
+        store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common) if want_keyword else []
+    )
 
     vector_scores = {h.chunk_id: h.score for h in by_vector}
     keyword_scores = {h.chunk_id: h.score for h in by_keyword}
@@ -213,7 +244,9 @@ def search_hits(
             vector_scores.update({h.chunk_id: h.score for h in rescored})
         missing = [c for c in vector_scores if c not in keyword_scores]
         if missing and terms:
-            rescored = store.keyword_search(terms=terms, top_k=len(missing), chunk_ids=missing, **common)
+            rescored = store.keyword_search(
+                terms=terms, top_k=len(missing), chunk_ids=missing, **bm25, **common
+            )
             keyword_scores.update({h.chunk_id: h.score for h in rescored})
         fused = FUSIONS[params.fusion]([by_vector, by_keyword], [params.vector_weight, params.keyword_weight])
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
@@ -244,6 +277,7 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
     workspace's sources change, is answered from the search cache: no embedding and no search, only the
     passages loaded (inside the workspace's scope) for the cached chunk ids."""
     model_name = providers.embedder_for(_one_agent(params.filters)).model_name
+    params = with_workspace_bm25(params, workspace_id)
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
     generation, cached = semantic_cache.search_lookup(workspace_id=workspace_id, key=key)
     if cached is not None:
@@ -299,7 +333,7 @@ def _search_passages(
     *, workspace_id: int, query: str, params: SearchParams | None = None, agent_id: int | None = None
 ) -> tuple[list[Passage], bool]:
     """The passages, and whether the reranker asked for (if any) ranked them."""
-    params = params or SearchParams()
+    params = with_workspace_bm25(params or SearchParams(), workspace_id)
     with metrics.timed(metrics.SEARCH_SECONDS, mode=params.mode):
         return _searched(workspace_id=workspace_id, query=query, params=params, agent_id=agent_id)
 

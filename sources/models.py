@@ -8,12 +8,16 @@ import secrets
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
 from sources.tenancy import TenantModel
 
 EMBEDDING_DIMENSIONS = 384
+# BM25's defaults (retrieval.keyword reads them from here: sources.models imports nothing above it).
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
 def new_visitor_secret() -> str:
@@ -73,7 +77,21 @@ class Workspace(models.Model):
     previous_visitor_secret_expires_at = models.DateTimeField(null=True, blank=True)
     # Empty: the default plan (settings.GROUNDED_DEFAULT_PLAN), so a plan edited there reaches them all.
     plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.PROTECT, related_name="workspaces")
+    # Keyword search's BM25 (retrieval/keyword.py): k1, how soon repeating a term stops adding to a
+    # passage's score; b, how much a long passage is penalised. Read at query time, so a change needs no
+    # reindex. The defaults were the best of the grid measured on SciFact's train queries
+    # (docs/BENCHMARKS.md); short FAQ answers may want a lower b.
+    bm25_k1 = models.FloatField(default=BM25_K1, validators=[MinValueValidator(0.0), MaxValueValidator(3.0)])
+    bm25_b = models.FloatField(default=BM25_B, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(bm25_k1__gte=0, bm25_k1__lte=3, bm25_b__gte=0, bm25_b__lte=1),
+                name="workspace_bm25_in_range",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.slug

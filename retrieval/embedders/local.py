@@ -12,24 +12,16 @@ the thread count (several index processes on one machine should share the cores 
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from retrieval.embedders.base import Embedder, EmbeddingError, normalize
+from retrieval.embedders.base import Embedder, EmbeddingError, normalize, usable_cores
 
 MAX_TOKENS = 256
 # Inputs are sorted by length and run in batches of this size, so padding stays small.
 INFERENCE_BATCH = 32
-
-
-def _usable_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _model_files() -> tuple[Path, Path]:
@@ -47,7 +39,7 @@ class MiniLMOnnxEmbedder(Embedder):
     def __init__(self, threads: int = 0, **_options: object) -> None:
         # 0: one intra-op thread per core this process may run on (its CPU affinity, so a worker pinned
         # with taskset or a cgroup cpuset gets as many threads as it has cores, not the machine's count).
-        self._threads = threads or _usable_cores()
+        self._threads = threads or usable_cores()
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()

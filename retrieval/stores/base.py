@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval import keyword
+
 #: Filter keys reach SQL and payload paths, so they are restricted to plain identifiers.
 FILTER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 FilterValue = str | int | float | bool | list[str | int | float | bool]
@@ -112,9 +114,11 @@ class VectorStore(ABC):
         min_score: float | None = None,
         filters: Filters | None = None,
         chunk_ids: list[str] | None = None,
+        k1: float = keyword.K1,
+        b: float = keyword.B,
     ) -> list[VectorHit]:
-        """Chunks ranked by BM25 for the query terms, best first, scores normalised to [0, 1] by the
-        best score the query could reach (see retrieval.keyword.max_score)."""
+        """Chunks ranked by BM25 (with the workspace's k1 and b) for the query terms, best first, scores
+        normalised to [0, 1] by the best score the query could reach (see retrieval.keyword.max_score)."""
 
     @abstractmethod
     def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None:

@@ -321,11 +321,15 @@ class PgVectorStore(VectorStore):
         min_score: float | None = None,
         filters: Filters | None = None,
         chunk_ids: list[str] | None = None,
+        k1: float = keyword.K1,
+        b: float = keyword.B,
     ) -> list[VectorHit]:
         if not terms or chunk_ids == []:
             return []
         where, filter_params = filter_sql(filters)
         params = {
+            "k1": float(k1),
+            "b": float(b),
             "terms": list(terms),
             "counts": list(terms.values()),
             "workspace": workspace_id,
@@ -391,8 +395,8 @@ class PgVectorStore(VectorStore):
 
         `passing`: a filter condition on `c`; every ranked candidate comes back with whether it passes.
         `join_filter`: the filter joined to every posting instead (for filters that pass many chunks
-        beyond FILTERED_IDS_CAP). K1 and B are our constants."""
-        k1, b = keyword.K1, keyword.B
+        beyond FILTERED_IDS_CAP). k1 and b are the workspace's, bound as parameters."""
+        k1, b = "%(k1)s::float8", "%(b)s::float8"
         join = " JOIN sources_chunk c ON c.id = p.chunk_id" if join_filter else ""
         conditions = join_filter
         if chunk_ids is not None:
@@ -409,9 +413,9 @@ class PgVectorStore(VectorStore):
             "  FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS t(term, qtf) CROSS JOIN stats s"
             "  LEFT JOIN df ON df.term = t.term),"
             " scored AS ("
-            f"  SELECT p.chunk_id, sum(q.w * p.tf * {k1 + 1}"
+            f"  SELECT p.chunk_id, sum(q.w * p.tf * ({k1} + 1)"
             f"   / (p.tf + {k1} * (1 - {b} + {b} * p.length / (SELECT avg_length FROM stats))))"
-            f"   / (SELECT nullif(sum(w) * {k1 + 1}, 0) FROM q) AS score"
+            f"   / (SELECT nullif(sum(w) * ({k1} + 1), 0) FROM q) AS score"
             f"  FROM postings p JOIN q ON q.term = p.term{join}"
             f"  WHERE TRUE{conditions} GROUP BY p.chunk_id),"
             " ranked AS (SELECT chunk_id, score FROM scored WHERE score >= %(floor)s"

@@ -246,6 +246,8 @@ class QdrantStore(VectorStore):
         min_score: float | None = None,
         filters: Filters | None = None,
         chunk_ids: list[str] | None = None,
+        k1: float = keyword.K1,
+        b: float = keyword.B,
     ) -> list[VectorHit]:
         conditions = self._conditions(filters, chunk_ids)
         with self._errors("search keywords"):
@@ -256,7 +258,7 @@ class QdrantStore(VectorStore):
                 return []
             idfs = {term: keyword.idf(documents, n) for term, n in frequencies.items()}
             # Like pgvector: the best score counts every query term, so a half-missing query scores <= 0.5.
-            best = keyword.max_score(list(idfs.values()), [terms[t] for t in idfs])
+            best = keyword.max_score(list(idfs.values()), [terms[t] for t in idfs], k1)
             found = {t: terms[t] for t, n in frequencies.items() if n}
             response = self._client.query_points(
                 self.collection,
@@ -268,7 +270,9 @@ class QdrantStore(VectorStore):
                 with_payload=["terms", "tfs", "length"],
             )
         hits = [
-            VectorHit(chunk_id=str(p.id), score=min(1.0, self._bm25(p.payload or {}, found, idfs) / best))
+            VectorHit(
+                chunk_id=str(p.id), score=min(1.0, self._bm25(p.payload or {}, found, idfs, k1, b) / best)
+            )
             for p in response.points
         ]
         floor = float(min_score or 0.0)
@@ -286,13 +290,16 @@ class QdrantStore(VectorStore):
         has_term = {t: models.FieldCondition(key="terms", match=models.MatchValue(value=t)) for t in terms}
         return documents, {t: self._count(self._scope(workspace_id, has_term[t])) for t in terms}
 
-    def _bm25(self, payload: dict[str, Any], query: dict[str, int], idfs: dict[str, float]) -> float:
-        # Recomputed from the payload rather than taken from Qdrant's score, so the idf is this
-        # workspace's and a 32-bit term id collision cannot count a term the chunk does not hold.
+    def _bm25(
+        self, payload: dict[str, Any], query: dict[str, int], idfs: dict[str, float], k1: float, b: float
+    ) -> float:
+        # Recomputed from the payload rather than taken from Qdrant's score, so the idf, k1 and b are
+        # this workspace's and a 32-bit term id collision cannot count a term the chunk does not hold.
+        # (The sparse vectors that pick the candidates keep the default k1 and b they were written with.)
         term_frequencies = dict(zip(payload.get("terms", []), payload.get("tfs", []), strict=False))
         length = payload.get("length", 0)
         return sum(
-            idfs[t] * qtf * keyword.term_weight(term_frequencies[t], length, self.average_length)
+            idfs[t] * qtf * keyword.term_weight(term_frequencies[t], length, self.average_length, k1, b)
             for t, qtf in query.items()
             if t in term_frequencies
         )

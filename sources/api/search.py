@@ -42,6 +42,8 @@ class SearchView(WorkspaceAPIView):
                 mode=data["mode"],
                 filters=data.get("filters"),
                 rerank=data.get("rerank"),
+                bm25_k1=self.workspace.bm25_k1,
+                bm25_b=self.workspace.bm25_b,
             ),
         )
         body = {"results": PassageSerializer(result.passages, many=True).data}
@@ -98,11 +100,20 @@ class DiscoverView(WorkspaceAPIView):
 
 
 class WorkspaceSettingsView(WorkspaceAPIView):
-    """The workspace's defaults: the schedule new sources that can be synced again get."""
+    """The workspace's defaults: the schedule new sources that can be synced again get, and keyword
+    search's BM25 k1 and b (read by every search, so a change applies at once, without a reindex)."""
 
     @extend_schema(operation_id="workspace_retrieve", responses={200: WorkspaceSettingsSerializer, **ERRORS})
     def get(self, request: Request) -> Response:
-        return Response({"default_schedule": self.workspace.default_schedule})
+        return Response(self._settings(self.workspace))
+
+    @staticmethod
+    def _settings(workspace: Workspace) -> dict:
+        return {
+            "default_schedule": workspace.default_schedule,
+            "bm25_k1": workspace.bm25_k1,
+            "bm25_b": workspace.bm25_b,
+        }
 
     @extend_schema(
         operation_id="workspace_update",
@@ -112,5 +123,6 @@ class WorkspaceSettingsView(WorkspaceAPIView):
     def patch(self, request: Request) -> Response:
         body = WorkspaceSettingsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        Workspace.objects.filter(id=self.workspace.id).update(**body.validated_data)
-        return Response(body.validated_data)
+        if body.validated_data:
+            Workspace.objects.filter(id=self.workspace.id).update(**body.validated_data)
+        return Response(self._settings(Workspace.objects.get(id=self.workspace.id)))

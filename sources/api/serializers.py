@@ -139,7 +139,21 @@ class DocumentSerializer(serializers.ModelSerializer):
 
 
 class WorkspaceSettingsSerializer(serializers.Serializer):
-    default_schedule = serializers.ChoiceField(choices=Schedule.choices)
+    """Every field is optional in a PATCH: only those given change."""
+
+    default_schedule = serializers.ChoiceField(choices=Schedule.choices, required=False)
+    bm25_k1 = serializers.FloatField(
+        min_value=0.0,
+        max_value=3.0,
+        required=False,
+        help_text="Keyword search's BM25 k1 (term-frequency saturation), 0-3; default 1.2.",
+    )
+    bm25_b = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        help_text="Keyword search's BM25 b (length normalisation), 0-1; default 0.75.",
+    )
 
 
 class SourceCreateSerializer(serializers.Serializer):

@@ -7,7 +7,6 @@ import json
 
 import pytest
 import redis
-from django.conf import settings
 from django.utils import timezone
 
 from ingestion import backlog, lifecycle

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.test import override_settings
 
@@ -20,7 +20,8 @@ from config.backends import embedders, vector_stores
 from ingestion.indexing import document_index, source_refresh_status
 from ingestion.kinds.text import TextKind
 from retrieval import evaluation
-from retrieval.services import SearchParams, search_passages
+from retrieval.fusion import FUSIONS
+from retrieval.services import SearchParams, search_passages, with_workspace_bm25
 from sources.models import Document, Source, Status, Workspace
 from sources.tenancy import workspace_scope
 
@@ -38,7 +39,9 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=Path, required=True)
         parser.add_argument("--qrels", type=Path, required=True)
         parser.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="hybrid")
-        parser.add_argument("--fusion", choices=["rrf", "score"], default=None)
+        parser.add_argument("--fusion", choices=sorted(FUSIONS), default=None)
+        parser.add_argument("--bm25-k1", type=float, default=None, help="Default: the workspace's (1.2).")
+        parser.add_argument("--bm25-b", type=float, default=None, help="Default: the workspace's (0.75).")
         parser.add_argument("--vector-weight", type=float, default=None)
         parser.add_argument("--keyword-weight", type=float, default=None)
         parser.add_argument("--candidates", type=int, default=200)
@@ -46,6 +49,14 @@ class Command(BaseCommand):
         parser.add_argument("--store", choices=sorted(STORES), default="pgvector")
         parser.add_argument("--qdrant-path", type=Path, default=Path(".local/qdrant-eval"))
         parser.add_argument("--limit-queries", type=int, default=0, help="Evaluate only the first N queries.")
+        parser.add_argument(
+            "--distractors",
+            type=int,
+            default=None,
+            help="With --limit-queries: index only those queries' judged documents and this many others drawn"
+            " at random (seed 0), for a model too slow to embed the whole corpus. Figures on such a subset"
+            " are comparable only with each other.",
+        )
 
     def handle(self, *args: object, **opts: object) -> None:
         store_setting = dict(STORES[opts["store"]])
@@ -53,11 +64,17 @@ class Command(BaseCommand):
             store_setting["OPTIONS"] = {"path": str(opts["qdrant_path"]), "collection": "evaluation"}
         with override_settings(VECTOR_STORES={"default": store_setting}):
             vector_stores.reset()
-            workspace = self._index(opts["corpus"], opts["store"])
             queries = evaluation.load_queries(opts["queries"])
             qrels = evaluation.load_qrels(opts["qrels"])
             if opts["limit_queries"]:
                 qrels = dict(list(qrels.items())[: opts["limit_queries"]])
+            sample = None
+            if opts["distractors"] is not None:
+                if not opts["limit_queries"]:
+                    raise CommandError("--distractors needs --limit-queries")
+                corpus_ids = [d.doc_id for d in evaluation.load_corpus(opts["corpus"])]
+                sample = evaluation.sample_documents(corpus_ids, qrels, opts["distractors"])
+            workspace = self._index(opts["corpus"], opts["store"], sample)
             params = SearchParams(
                 top_k=opts["candidates"],
                 mode=opts["mode"],
@@ -69,6 +86,8 @@ class Command(BaseCommand):
                         "fusion": opts["fusion"],
                         "vector_weight": opts["vector_weight"],
                         "keyword_weight": opts["keyword_weight"],
+                        "bm25_k1": opts["bm25_k1"],
+                        "bm25_b": opts["bm25_b"],
                     }.items()
                     if v is not None
                 },
@@ -81,19 +100,23 @@ class Command(BaseCommand):
 
             embedders["default"].embed_query("warm-up")
             result = evaluation.evaluate(queries, qrels, rank)
+            bm25 = with_workspace_bm25(params, workspace.id)
         result.update(
+            documents=len(doc_ids),
             mode=opts["mode"],
             fusion=params.fusion if opts["mode"] == "hybrid" else None,
             store=opts["store"],
             rerank=opts["rerank"],
+            bm25=[bm25.bm25_k1, bm25.bm25_b] if opts["mode"] != "vector" else None,
             chunk_chars=settings.CHUNK_TARGET_CHARS,
             embedder=embedders["default"].model_name,
         )
         self.stdout.write(json.dumps(result))
 
-    def _index(self, corpus_path: Path, store: str) -> Workspace:
+    def _index(self, corpus_path: Path, store: str, sample: set[str] | None) -> Workspace:
         key = evaluation.fingerprint(
             evaluation.file_fingerprint(corpus_path),
+            *([sorted(sample)] if sample is not None else []),
             settings.CHUNK_TARGET_CHARS,
             settings.CHUNK_OVERLAP_CHARS,
             settings.EMBED_TITLE_PREFIX,
@@ -112,6 +135,8 @@ class Command(BaseCommand):
             agent = Agent.objects.first() or Agent.objects.create(name="evaluation")
             if source is None:
                 corpus = evaluation.load_corpus(corpus_path)
+                if sample is not None:
+                    corpus = [d for d in corpus if d.doc_id in sample]
                 with transaction.atomic():
                     source = Source.objects.create(
                         agent=agent, kind=TextKind.name, title=corpus_path.name, status=Status.INDEXING

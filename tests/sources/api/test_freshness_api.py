@@ -115,7 +115,7 @@ def test_retry_failed_requeues_only_the_failed_pages(api, site_source, django_ca
 
 
 def test_the_workspace_default_schedule(api, workspace, agent):
-    assert api.get("/api/v1/workspace").json() == {"default_schedule": "daily"}
+    assert api.get("/api/v1/workspace").json()["default_schedule"] == "daily"
     assert api.patch("/api/v1/workspace", {"default_schedule": "weekly"}, format="json").status_code == 200
     assert api.patch("/api/v1/workspace", {"default_schedule": "yearly"}, format="json").status_code == 400
     created = api.post(
