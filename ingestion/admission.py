@@ -1,6 +1,8 @@
-"""How much of a crawl's listing the workspace's plan admits: new pages up to the documents quota, and
-fetches up to today's crawl pages. What is left out is said in the source's notice (and in its state, for
-code), never dropped silently; pages already indexed but not fetched again today keep their content."""
+"""How much of a listing the workspace's plan admits: new pages up to the documents quota, and (for a
+crawl) fetches up to today's crawl pages. What is left out is said in the source's notice (and in its
+state, for code), never dropped silently; pages already indexed but not fetched again today keep their
+content. A connector's sync (integrations.sync) is admitted here too, for its documents only: it calls the
+provider's API, not the web, and its kinds don't fetch pages (no crawl pages are checked at creation)."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ from sources.plans import plan_for
 
 @dataclass(frozen=True)
 class Admission:
-    new_urls: list[str]  # the new pages to store and fetch
+    new_urls: list[str]  # the new pages (a connector: object ids) to store and fetch
     refetch: int  # how many known pages may be fetched again (the first ones in listing order)
     notice: str
     stopped: dict  # quota -> how many pages it left out
 
 
-def admit_pages(*, source: Source, new_urls: list[str], refetch: int) -> Admission:
-    """Called inside the fan-out's transaction: the crawl pages taken here are given back if it rolls back."""
+def admit_pages(*, source: Source, new_urls: list[str], refetch: int, crawl: bool = True) -> Admission:
+    """Called inside the fan-out's transaction: the crawl pages taken here are given back if it rolls back.
+    `refetch` counts every known page the sync would fetch again (a feed's re-checked items included);
+    `crawl=False` (a connector) meters no crawl pages and admits every refetch."""
     workspace = source.workspace
     stopped: dict[str, int] = {}
     notices = []
@@ -33,6 +37,8 @@ def admit_pages(*, source: Source, new_urls: list[str], refetch: int) -> Admissi
             f"listed page{'s' if stopped['documents'] != 1 else ''} not added."
         )
         new_urls = new_urls[:room]
+    if not crawl:
+        return Admission(new_urls, refetch, " ".join(notices), stopped)
     wanted = len(new_urls) + refetch
     granted = quotas.take_up_to(workspace, "crawl_pages", wanted)
     if granted < wanted:

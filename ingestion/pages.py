@@ -102,14 +102,28 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
     with transaction.atomic():
         existing = {d.url: d for d in source.documents.all()}
         source.documents.update(sync_outcome="")
-        # The plan admits new pages up to its documents quota and fetches up to today's crawl pages.
+        listed = set(urls)  # admission below only leaves out new pages: every known one stays listed
+        unlisted = [d for url, d in existing.items() if url not in listed]
+        condemned = _strike_unlisted(source, unlisted) if expansion.complete else set()
+        # A feed's items that left it are fetched again too: every fetch counts against the plan.
+        recheck = (
+            [d for d in unlisted if d.id not in condemned and allowed(d.url)]
+            if expansion.recheck_unlisted
+            else []
+        )
+        # The plan admits new pages up to its documents quota and fetches up to today's crawl pages;
+        # listed known pages are fetched again before the re-checked ones that left the listing.
         known = [u for u in urls if u in existing and not _unchanged(existing[u], lastmod)]
         admitted = admit_pages(
-            source=source, new_urls=[u for u in urls if u not in existing], refetch=len(known)
+            source=source, new_urls=[u for u in urls if u not in existing], refetch=len(known) + len(recheck)
         )
         if urls and not existing and not admitted.new_urls:
             raise PermanentFetchError(admitted.notice, f"plan quota: {admitted.stopped}")
-        held_back = set(known[admitted.refetch :])  # known pages not fetched today: kept as they are
+        # Known pages not fetched today keep what they have, and this sync says they were held back.
+        held_back = {existing[u].id for u in known[admitted.refetch :]}
+        rechecks_granted = max(admitted.refetch - len(known), 0)
+        held_back |= {d.id for d in recheck[rechecks_granted:]}
+        rechecked = [d.id for d in recheck[:rechecks_granted]]
         admitted_new = set(admitted.new_urls)
         urls = [u for u in urls if u in existing or u in admitted_new]
         Document.objects.bulk_create(
@@ -126,29 +140,22 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
             ],
             batch_size=500,
         )
-        listed = set(urls)
         unchanged, refetch = [], []
         for url in urls:
             document = existing.get(url)
-            if document is None:
+            if document is None or document.id in held_back:
                 continue
-            if _unchanged(document, lastmod) or url in held_back:
-                # The sitemap says so (no request needed), or today's crawl pages are used up: kept as is.
-                unchanged.append(document.id)
+            if _unchanged(document, lastmod):
+                unchanged.append(document.id)  # the sitemap says so: no request needed
             else:
                 refetch.append(document)
         source.documents.filter(id__in=unchanged).update(sync_outcome="unchanged", unlisted_strikes=0)
+        source.documents.filter(id__in=held_back, url__in=listed).update(unlisted_strikes=0)
+        source.documents.filter(id__in=held_back).update(sync_outcome=sync.HELD_BACK)
         for document in refetch:
             document.lastmod = lastmod.get(document.url, document.lastmod)
         Document.objects.bulk_update(refetch, ["lastmod"], batch_size=500)
-        unlisted = [d for url, d in existing.items() if url not in listed]
-        condemned = _strike_unlisted(source, unlisted) if expansion.complete else set()
-        rechecked = (
-            [d.id for d in unlisted if d.id not in condemned and allowed(d.url)]
-            if expansion.recheck_unlisted
-            else []
-        )
-        queued = source.documents.filter(url__in=listed).exclude(id__in=unchanged)
+        queued = source.documents.filter(url__in=listed).exclude(id__in=[*unchanged, *held_back])
         queued.update(unlisted_strikes=0)
         to_crawl = source.documents.filter(id__in=[*queued.values_list("id", flat=True), *rechecked])
         # Known pages keep their ETag and content hash, so fetching them again is incremental.

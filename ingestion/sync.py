@@ -33,6 +33,9 @@ INTERVALS: dict[str, timedelta] = {
     Schedule.DAILY: timedelta(days=1),
     Schedule.WEEKLY: timedelta(weeks=1),
 }
+# A known page this sync did not fetch because the plan's crawl pages for today were used up
+# (ingestion.admission): it keeps what it had, and the sync's outcome counts it apart from "unchanged".
+HELD_BACK = "held_back"
 # What a page's sync_outcome says about why it went, as the outcome and the UI word it.
 REMOVAL_REASONS = {
     "removed_gone": "the page answered 404 or 410 in two syncs in a row",
@@ -163,7 +166,9 @@ def _outcome(source: Source, removed: dict[str, list[str]], listing_error: str) 
         added=Count("id", filter=Q(sync_outcome="added", status=Status.DONE)),
         changed=Count("id", filter=Q(sync_outcome="changed", status=Status.DONE)),
         unchanged=Count("id", filter=Q(sync_outcome="unchanged", status=Status.DONE)),
-        failed=Count("id", filter=Q(status=Status.FAILED)),
+        # A held-back page that failed in an earlier sync was not tried by this one.
+        failed=Count("id", filter=Q(status=Status.FAILED) & ~Q(sync_outcome=HELD_BACK)),
+        held_back=Count("id", filter=Q(sync_outcome=HELD_BACK)),
     )
     outcome: dict[str, Any] = {
         **counts,
@@ -182,8 +187,11 @@ def _outcome(source: Source, removed: dict[str, list[str]], listing_error: str) 
 
 
 def outcome_summary(last_sync: dict[str, Any]) -> str:
-    """One line for people: "2 added, 3 changed, 70 unchanged, 2 removed, 0 failed"."""
+    """One line for people: "2 added, 3 changed, 70 unchanged, 2 removed, 0 failed", and when the plan
+    held pages back, ", 5 held back (daily crawl quota)"."""
     if not last_sync:
         return ""
     parts = [f"{last_sync.get(k, 0)} {k}" for k in ("added", "changed", "unchanged", "removed", "failed")]
+    if last_sync.get("held_back"):
+        parts.append(f"{last_sync['held_back']} held back (daily crawl quota)")
     return ", ".join(parts)

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from ingestion.admission import Admission, admit_pages
 from ingestion.claims import claim_pending_source
 from ingestion.indexing import source_refresh_status
 from ingestion.kinds.registry import get_kind
@@ -121,17 +122,30 @@ def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outco
                 "Nothing picked for this source is shared with Grounded anymore (deleted or unshared).",
                 "the listing is empty",
             )
-        to_fetch = _apply_listing(source, items, known)
+        to_fetch, admitted = _apply_listing(source, items, known)
+        if to_fetch is None:
+            return _source_failed(source, admitted.notice, f"plan quota: {admitted.stopped}")
         refresh_status(source_id=source.id)
         return Outcome(document_ids=tuple(to_fetch))
 
 
-def _apply_listing(source: Source, items: list[Item], known: dict[str, int]) -> list[int]:
-    """Documents for the listed objects; the ids of those to fetch. Unlisted documents are removed."""
+def _apply_listing(
+    source: Source, items: list[Item], known: dict[str, int]
+) -> tuple[list[int] | None, Admission]:
+    """Documents for the listed objects; the ids of those to fetch. Unlisted documents are removed. New
+    objects beyond the plan's documents quota are left out with a notice on the source; None when the
+    plan leaves room for none of them and the source has no documents yet (nothing is stored), with
+    the admission saying why."""
     with transaction.atomic():
         # What this sync did to each document, for its outcome (ingestion.sync): set below and when fetched.
         source.documents.update(sync_outcome="")
         documents = {d.id: d for d in source.documents.all()}
+        new = list(dict.fromkeys(i.object_id for i in items if known.get(i.object_id, -1) not in documents))
+        admitted = admit_pages(source=source, new_urls=new, refetch=0, crawl=False)
+        if new and not documents and not admitted.new_urls:
+            return None, admitted
+        left_out = set(new) - set(admitted.new_urls)
+        items = [item for item in items if item.object_id not in left_out]
         objects: dict[str, int] = {}
         to_fetch: list[int] = []
         for item in items:
@@ -155,10 +169,16 @@ def _apply_listing(source: Source, items: list[Item], known: dict[str, int]) -> 
         for document_id in documents.keys() - kept:
             document_remove(document=documents[document_id])
         Source.objects.filter(id=source.id).update(
-            state={**source.state, "objects": objects, "listed_at": timezone.now().isoformat()},
+            state={
+                **source.state,
+                "quota_stopped": admitted.stopped,
+                "objects": objects,
+                "listed_at": timezone.now().isoformat(),
+            },
             pages_total=len(items),
+            notice=admitted.notice[:500],
         )
-    return to_fetch
+    return to_fetch, admitted
 
 
 def document_remove(*, document: Document) -> None:

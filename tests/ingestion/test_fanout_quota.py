@@ -93,4 +93,5 @@ def test_a_resync_refetches_known_pages_only_as_far_as_todays_crawl_pages_go(wor
         source = Source.objects.get(id=source.id)
         kept = Document.objects.exclude(id__in=requeued)
         assert kept.count() == 2 and set(kept.values_list("status", flat=True)) == {Status.DONE}
+        assert set(kept.values_list("sync_outcome", flat=True)) == {"held_back"}  # not "unchanged"
     assert "2 pages not fetched today" in source.notice and source.pages_total == 4

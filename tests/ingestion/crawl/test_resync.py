@@ -10,8 +10,11 @@ import pytest
 from django.utils import timezone
 
 from ingestion import lifecycle
+from ingestion.sync import outcome_summary
 from retrieval.services import SearchParams, search_passages
-from sources.models import Chunk, Document, Source
+from sources import metering
+from sources.models import Chunk, Document, Plan, Source
+from sources.plans import assign_plan
 from sources.tenancy import workspace_scope
 from tests.fakes.openai_server import FakeProvider, openai_compatible_server
 from tests.ingestion.crawl.servers import LocalServer, Reply, serving
@@ -280,3 +283,67 @@ def test_a_paused_source_can_be_left_out_of_search_without_losing_anything(eager
     assert Chunk.unscoped.filter(source_id=source.id).count() == chunks
     lifecycle.source_update(source=source, paused=False)
     assert found(workspace, WORDS[0])
+
+
+def _small_plan(workspace, **limits) -> None:
+    Plan.objects.create(name="small", **limits)
+    assign_plan(workspace, "small")
+
+
+def crawl_pages_used(workspace) -> int:
+    return metering.used(workspace_id=workspace.id, metric="crawl_pages")
+
+
+def test_known_pages_held_back_by_the_daily_crawl_quota_are_said_so(eager, site, workspace, agent):
+    _small_plan(workspace, max_crawl_pages_per_day=6)
+    for i, word in enumerate(WORDS[:4]):
+        site.page(f"/p/{i}", article(word), lastmod=None)  # no <lastmod>: every sync fetches them
+    site.publish()
+    source = lifecycle.source_create(
+        workspace=workspace,
+        agent_id=agent.id,
+        kind="sitemap",
+        title="",
+        payload={"url": site.server.url("/sitemap.xml")},
+    )
+    assert crawl_pages_used(workspace) == 4 and len(site.page_requests()) == 4
+    source = scheduled_sync(source)  # 4 to fetch again, 2 left today
+    assert len(site.page_requests()) == 6 and crawl_pages_used(workspace) == 6
+    assert counts(source) == {"added": 0, "changed": 0, "unchanged": 2, "removed": 0, "failed": 0}
+    assert source.last_sync["held_back"] == 2
+    assert outcome_summary(source.last_sync).endswith(", 2 held back (daily crawl quota)")
+    assert "2 pages not fetched today" in source.notice and source.status == "done"
+    held = Document.unscoped.filter(source_id=source.id, sync_outcome="held_back")
+    assert held.count() == 2 and set(held.values_list("status", flat=True)) == {"done"}
+    assert all(found(workspace, word) for word in WORDS[:4])  # held back pages keep their passages
+
+
+def test_a_feeds_rechecked_items_count_against_todays_crawl_pages(eager, site, workspace, agent):
+    _small_plan(workspace, max_crawl_pages_per_day=5)
+
+    def publish_feed(paths: list[str]) -> None:
+        items = "".join(f"<item><title>{p}</title><link>{site.server.url(p)}</link></item>" for p in paths)
+        body = f'<?xml version="1.0"?><rss version="2.0"><channel><title>Blog</title>{items}</channel></rss>'
+        site.server.routes["/feed.xml"] = Reply(200, body, content_type="application/rss+xml")
+
+    for i, word in enumerate(WORDS[:3]):
+        site.page(f"/p/{i}", article(word), listed=False)
+    publish_feed(["/p/0", "/p/1"])
+    source = lifecycle.source_create(
+        workspace=workspace,
+        agent_id=agent.id,
+        kind="feed",
+        title="",
+        payload={"url": site.server.url("/feed.xml")},
+    )
+    assert crawl_pages_used(workspace) == 2 and len(site.page_requests()) == 2
+    publish_feed(["/p/2"])  # one new item; the two others left the feed and are re-checked
+    source = scheduled_sync(source)
+    # Every page fetched is a crawl page: the new item and the two re-checked ones.
+    assert len(site.page_requests()) == 5 and crawl_pages_used(workspace) == 5
+    assert source.last_sync["added"] == 1 and source.last_sync["held_back"] == 0
+    source = scheduled_sync(source)  # today's 5 are used up: nothing is fetched, and the sync says why
+    assert len(site.page_requests()) == 5 and crawl_pages_used(workspace) == 5
+    assert source.last_sync["held_back"] == 3 and source.last_sync["unchanged"] == 0
+    assert "3 pages not fetched today" in source.notice and source.status == "done"
+    assert all(found(workspace, word) for word in WORDS[:3])
