@@ -42,6 +42,6 @@ def test_killed_pool_processes_and_workers_lose_and_duplicate_nothing(tmp_path):
         # (how the batch holds of a killed index worker showed, until the sweeper released them).
         assert row["extra_failed"] == {}, row["extra_failed_pages"]
     # A dead worker's messages come back after the (harness's 60 s) visibility timeout, not an hour. Alone it
-    # recovers in 56–104 s; once, at the end of the whole suite, it took 329 s (cause not established, see
+    # recovers in 56 to 104 s; once, at the end of the whole suite, it took 329 s (cause not established, see
     # docs/RELIABILITY.md), so the bound is eight visibility timeouts: it still fails the hour-long stall.
     assert rows["worker_kill"]["recovery_s"] < 480
