@@ -3,7 +3,8 @@
 A workspace holds SciFact's abstracts (`../shared/data/scifact`), chunked as ingestion chunks them, with
 real BM25 postings; their vectors come from the synthetic corpus (clustered, unit length), since embedding
 5,183 abstracts would take minutes and a vector's content does not change what a search costs. A gunicorn
-process on 127.0.0.1 (gthread, as `make run` starts it, one worker) serves the test database, and this
+process on 127.0.0.1 (uvicorn workers as `make run` starts it, one worker; GROUNDED_BENCH_SEARCH_SERVER=wsgi
+for gthread) serves the test database, and this
 process asks `GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive
 connection:
 
@@ -49,6 +50,14 @@ _DOCS = os.environ.get("GROUNDED_BENCH_SEARCH_DOCS", "300")
 DOCS = None if _DOCS == "all" else int(_DOCS)
 QUERIES = int(os.environ.get("GROUNDED_BENCH_SEARCH_QUERIES", "30"))
 MODES = ("hybrid", "keyword", "vector")
+# GROUNDED_BENCH_SEARCH_SERVER: `asgi` is what `make run` and the image serve (uvicorn workers); `wsgi` the
+# threaded server (gthread, 4 threads). Database connections follow the settings either way
+# (DATABASE_CONN_MAX_AGE, DATABASE_POOL_MAX_SIZE), so both can be compared by environment.
+SERVERS = {
+    "asgi": ["config.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"],
+    "wsgi": ["config.wsgi", "--worker-class", "gthread", "--threads", "4"],
+}
+SERVER = os.environ.get("GROUNDED_BENCH_SEARCH_SERVER", "asgi")
 TOP_K = 5
 WARMUP = 5
 UPSERT_BATCH = 500
@@ -196,15 +205,11 @@ def gunicorn(port: int) -> Iterator[subprocess.Popen]:
         process = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "gunicorn"),
-                "config.wsgi",
+                *SERVERS[SERVER],
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",
                 "1",
-                "--worker-class",
-                "gthread",
-                "--threads",
-                "4",
                 "--log-level",
                 "warning",
             ],
@@ -332,6 +337,12 @@ def test_search_api_latency_beside_its_raw_parts(scifact, server):
                 "chunks": scifact.chunks,
                 "top_k": TOP_K,
                 "load_average_1m": round(os.getloadavg()[0], 2),
+                "server": SERVER,
+                "db_connections": "persistent"
+                if int(os.environ.get("DATABASE_CONN_MAX_AGE", "0"))
+                else f"pool of {os.environ.get('DATABASE_POOL_MAX_SIZE', '20')} per process"
+                if int(os.environ.get("DATABASE_POOL_MAX_SIZE", "20"))
+                else "one per request",
                 **figures,
             }
         )
