@@ -288,7 +288,7 @@ def check_sources(agent: Agent) -> list[Finding]:
 
 
 def check_embeddings(agent: Agent) -> list[Finding]:
-    from retrieval.services import embedded_by_another_model
+    from retrieval.vectors import embedded_by_another_model
 
     stale = (
         Chunk.objects.filter(source__agent=agent)

@@ -25,8 +25,8 @@ from ingestion.kinds.registry import get_kind
 from retrieval import cache as semantic_cache
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.providers import embedder_for
-from retrieval.services import delete_chunk_vectors, embed_texts, embedding_input, store_chunk_vectors
 from retrieval.stores.base import VectorStoreError
+from retrieval.vectors import delete_chunk_vectors, embed_texts, embedding_input, store_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import current_workspace_id, workspace_scope
 

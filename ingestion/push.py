@@ -24,7 +24,7 @@ from ingestion.indexing import source_refresh_status
 from ingestion.kinds.base import KindError
 from ingestion.kinds.push import PushKind
 from ingestion.push_input import DocumentTooLarge, Prepared, prepare
-from retrieval.services import delete_chunk_vectors
+from retrieval.vectors import delete_chunk_vectors
 from sources import quotas
 from sources.models import Chunk, Document, Source, Status, Workspace
 from sources.tenancy import workspace_scope

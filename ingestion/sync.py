@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from retrieval.services import delete_chunk_vectors
+from retrieval.vectors import delete_chunk_vectors
 from sources.models import ACTIVE_STATUSES, Chunk, Document, Schedule, Source, Status, Workspace
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ def warm_embedder(**_kwargs: object) -> None:
     if not settings.INGESTION_LANES:
         return
     from retrieval.embedders.base import EmbeddingError
-    from retrieval.services import embed_texts
+    from retrieval.vectors import embed_texts
 
     try:
         embed_texts(["warm-up"])

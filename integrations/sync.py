@@ -36,7 +36,7 @@ from integrations.errors import (
     ReconnectNeeded,
 )
 from integrations.models import Connection
-from retrieval.services import delete_chunk_vectors
+from retrieval.vectors import delete_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 

@@ -315,7 +315,7 @@ class Chunk(TenantModel):
         ordering = ["document_id", "position"]
         indexes = [
             models.Index(fields=["workspace", "document"]),
-            # Finds chunks of another embedding model without scanning (retrieval.services.stale_embeddings).
+            # Finds chunks of another embedding model without scanning (retrieval.vectors.stale_embeddings).
             models.Index(fields=["workspace", "embedding_model"], name="chunk_workspace_model"),
             # Metadata filters (the agent, audiences) as containment (retrieval.stores.pgvector.filter_sql).
             GinIndex(fields=["metadata"], opclasses=["jsonb_path_ops"], name="chunk_metadata_gin"),

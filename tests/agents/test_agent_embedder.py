@@ -15,7 +15,8 @@ from agents.embedding import provider_model_name
 from agents.models import Agent
 from config.backends import embedders
 from ingestion.indexing import source_index
-from retrieval.services import SearchParams, embedding_input, search_passages, stale_embeddings
+from retrieval.services import SearchParams, search_passages
+from retrieval.vectors import embedding_input, stale_embeddings
 from sources.models import Chunk, Source
 from sources.tenancy import workspace_scope
 from tests.factories import index_text

@@ -38,8 +38,8 @@ from django.conf import settings  # noqa: E402
 from ingestion.chunking import chunk_text  # noqa: E402
 from retrieval import evaluation, keyword  # noqa: E402
 from retrieval.fusion import FUSIONS  # noqa: E402
-from retrieval.services import embedding_input  # noqa: E402
 from retrieval.stores.base import VectorHit  # noqa: E402
+from retrieval.vectors import embedding_input  # noqa: E402
 
 DATA = Path(os.environ.get("GROUNDED_SCIFACT_DIR", "../shared/data/scifact"))
 CANDIDATES = 200

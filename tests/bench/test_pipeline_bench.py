@@ -37,7 +37,7 @@ from django.conf import settings
 
 from ingestion import lifecycle
 from retrieval.embedders.local import MiniLMOnnxEmbedder
-from retrieval.services import embedding_input
+from retrieval.vectors import embedding_input
 from sources.models import Chunk, Source
 from tests.bench.generated_site import generate
 from tests.factories import ROOT

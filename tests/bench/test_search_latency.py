@@ -99,8 +99,8 @@ class SciFactWorkspace:
         from config.backends import embedders, vector_stores
         from ingestion.chunking import chunk_id, chunk_text
         from retrieval.keyword import term_counts
-        from retrieval.services import embedding_input
         from retrieval.stores.base import VectorRecord
+        from retrieval.vectors import embedding_input
         from sources.models import Chunk, Document, Source, Workspace
         from sources.services import api_key_create
         from sources.tenancy import workspace_scope

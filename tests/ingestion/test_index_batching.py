@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ingestion import tasks
 from retrieval.embedders.local import MiniLMOnnxEmbedder
-from retrieval.services import embed_texts
+from retrieval.vectors import embed_texts
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 

@@ -9,7 +9,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from config.backends import embedders
-from retrieval.services import SearchParams, search_passages, stale_embeddings
+from retrieval.services import SearchParams, search_passages
+from retrieval.vectors import stale_embeddings
 from sources.models import Chunk, Source, Status
 from sources.tenancy import workspace_scope
 from tests.factories import check_deferred_constraints, index_text

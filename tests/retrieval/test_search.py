@@ -108,7 +108,7 @@ def test_acl_filters_over_one_workspace(workspace, agent):
                 chunk.metadata["audience"] = audience
                 chunk.save()
     # The stores read metadata from what was indexed, so re-index with the new metadata.
-    from retrieval.services import store_chunk_vectors
+    from retrieval.vectors import store_chunk_vectors
 
     with workspace_scope(workspace.id):
         store_chunk_vectors(workspace_id=workspace.id, chunks=list(Chunk.objects.all()))

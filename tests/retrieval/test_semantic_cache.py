@@ -6,8 +6,9 @@ from django.test import override_settings
 
 from ingestion.chunking import chunk_id
 from retrieval import cache as semantic_cache
-from retrieval.services import SearchParams, search_passages, store_chunk_vectors
+from retrieval.services import SearchParams, search_passages
 from retrieval.stores.base import VectorHit
+from retrieval.vectors import store_chunk_vectors
 from sources.models import Chunk, Document
 from sources.tenancy import workspace_scope
 from tests.factories import index_text

@@ -21,8 +21,8 @@ from django.db import connection
 
 from config.backends import vector_stores
 from ingestion.lifecycle import source_index_now, source_reindex
-from retrieval.services import embedded_by_another_model
 from retrieval.stores.pgvector import PgVectorStore
+from retrieval.vectors import embedded_by_another_model
 from sources.models import Chunk, Source, Workspace
 from sources.tenancy import workspace_scope
 

@@ -20,8 +20,8 @@ from django.utils.module_loading import import_string
 
 from retrieval import keyword
 from retrieval.fusion import FUSIONS
-from retrieval.services import embedding_input
 from retrieval.stores.base import VectorHit
+from retrieval.vectors import embedding_input
 
 FEEDS = {
     "pt": "rss-parser/encoding.rss",

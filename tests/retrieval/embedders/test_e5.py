@@ -5,7 +5,8 @@ import pytest
 from django.test import override_settings
 
 from retrieval.embedders.e5 import E5SmallEmbedder
-from retrieval.services import SearchParams, search_passages, stale_embeddings
+from retrieval.services import SearchParams, search_passages
+from retrieval.vectors import stale_embeddings
 from tests.factories import index_text
 
 E5 = {"default": {"BACKEND": "retrieval.embedders.e5.E5SmallEmbedder", "OPTIONS": {}}}

@@ -319,7 +319,7 @@ def test_a_model_change_is_reported_and_reindexed_alike_on_every_store(
     from django.db import connection
 
     from ingestion.lifecycle import source_index_now, source_reindex
-    from retrieval.services import embedding_input
+    from retrieval.vectors import embedding_input
     from sources.models import Status
     from tests.factories import index_text
 
