@@ -44,12 +44,18 @@ def plan_for(workspace: Workspace, *, cached: bool = False) -> Plan:
     return plan
 
 
-def assign_plan(workspace: Workspace, name: str) -> Plan:
-    """Put a workspace on the plan of that name (create_workspace --plan, the admin)."""
+def plan_named(name: str) -> Plan:
+    """The plan of that name, or UnknownPlan saying which plans there are."""
     plan = Plan.objects.filter(name=name).first()
     if plan is None:
         known = ", ".join(Plan.objects.order_by("name").values_list("name", flat=True))
         raise UnknownPlan(f"No plan named {name!r}; plans: {known or 'none'}.")
+    return plan
+
+
+def assign_plan(workspace: Workspace, name: str) -> Plan:
+    """Put a workspace on the plan of that name (create_workspace --plan, the admin)."""
+    plan = plan_named(name)
     Workspace.objects.filter(id=workspace.id).update(plan=plan)
     workspace.plan = plan
     _cache.pop(workspace.id, None)

@@ -20,6 +20,14 @@ def current_membership(request: HttpRequest) -> Membership | None:
     return memberships[0] if memberships else None
 
 
+def membership_or_404(request: HttpRequest) -> Membership:
+    """The signed-in person's membership of the chosen workspace; someone in no workspace gets a 404."""
+    membership = current_membership(request)
+    if membership is None:
+        raise Http404
+    return membership
+
+
 def agent_for(user: AbstractBaseUser, agent_id: int) -> tuple[Agent, Membership]:
     """The agent and the user's membership of its workspace; another workspace's agent is a 404."""
     agent = Agent.unscoped.select_related("workspace").filter(id=agent_id).first()

@@ -18,8 +18,8 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.text import slugify
 
-from sources.models import Plan, Workspace
-from sources.plans import plan_for
+from sources.models import Workspace
+from sources.plans import UnknownPlan, plan_for, plan_named
 from sources.services import api_key_create, workspace_create
 
 
@@ -50,10 +50,10 @@ class Command(BaseCommand):
             raise CommandError(f"A workspace with the slug {slug!r} exists already; pass another --slug.")
         plan = None
         if options["plan"]:  # checked before anything is created
-            plan = Plan.objects.filter(name=options["plan"]).first()
-            if plan is None:
-                known = ", ".join(Plan.objects.order_by("name").values_list("name", flat=True))
-                raise CommandError(f"No plan named {options['plan']!r}; plans: {known or 'none'}.")
+            try:
+                plan = plan_named(options["plan"])
+            except UnknownPlan as exc:
+                raise CommandError(str(exc)) from exc
         users = get_user_model()
         with transaction.atomic():
             owner = users.objects.filter(username__iexact=email).first()

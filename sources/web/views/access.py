@@ -17,15 +17,8 @@ from sources.models import ApiKey, Invitation, Membership
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.decorators import forbidden
-from sources.web.lookups import current_membership
+from sources.web.lookups import membership_or_404
 from sources.web.views.common import layout
-
-
-def _membership(request: HttpRequest) -> Membership:
-    membership = current_membership(request)
-    if membership is None:
-        raise Http404
-    return membership
 
 
 def _page(request: HttpRequest, membership: Membership, status: int = 200, **extra: object) -> HttpResponse:
@@ -57,7 +50,7 @@ def _refused(request: HttpRequest, membership: Membership, error: access.AccessE
 @login_required
 @require_GET
 def workspace_page(request: HttpRequest) -> HttpResponse:
-    return _page(request, _membership(request))
+    return _page(request, membership_or_404(request))
 
 
 def _change(
@@ -78,7 +71,7 @@ def _change(
 @login_required
 @require_POST
 def member_add(request: HttpRequest) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
 
     def add() -> str:
         identifier, role = request.POST.get("identifier", ""), request.POST.get("role", "")
@@ -99,7 +92,7 @@ def _member(actor: Membership, membership_id: int) -> Membership:
 @login_required
 @require_POST
 def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     member = _member(actor, membership_id)
     role = request.POST.get("role", "")
 
@@ -113,7 +106,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     member = _member(actor, membership_id)
 
     def remove() -> str:
@@ -127,7 +120,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def api_key_new(request: HttpRequest) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     if not actor.can_manage:
         return forbidden(request)
     name = request.POST.get("name", "").strip()[:100] or "default"
@@ -141,7 +134,7 @@ def api_key_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     with workspace_scope(actor.workspace_id):
         api_key = ApiKey.objects.filter(id=key_id).first()
     if api_key is None:
@@ -157,7 +150,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def invitation_new(request: HttpRequest) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
 
     def send() -> str:
         email, role = request.POST.get("email", ""), request.POST.get("role", "")
@@ -172,7 +165,7 @@ def invitation_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def invitation_revoke(request: HttpRequest, invitation_id: int) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     with workspace_scope(actor.workspace_id):
         invitation = Invitation.objects.filter(id=invitation_id).first()
     if invitation is None:

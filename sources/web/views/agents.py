@@ -22,7 +22,7 @@ from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters
 from sources.web.decorators import for_agent, forbidden, manager_required
-from sources.web.lookups import current_membership
+from sources.web.lookups import current_membership, membership_or_404
 from sources.web.views.common import layout
 
 
@@ -50,9 +50,7 @@ def workspace_switch(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def agent_new(request: HttpRequest) -> HttpResponse:
-    membership = current_membership(request)
-    if membership is None:
-        raise Http404
+    membership = membership_or_404(request)
     if not membership.can_manage:
         return forbidden(request)
     name = request.POST.get("name", "").strip()

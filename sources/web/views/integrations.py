@@ -27,17 +27,10 @@ from sources.models import Membership
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.decorators import for_agent, forbidden, manager_required
-from sources.web.lookups import current_membership
+from sources.web.lookups import membership_or_404
 from sources.web.views.common import layout
 
 MANAGERS_ONLY = "Only owners and admins of this workspace can connect accounts and add their pages."
-
-
-def _membership(request: HttpRequest) -> Membership:
-    membership = current_membership(request)
-    if membership is None:
-        raise Http404
-    return membership
 
 
 def _provider(name: str) -> Provider:
@@ -63,7 +56,7 @@ def _redirect_uri(request: HttpRequest, provider: str) -> str:
 @login_required
 @require_GET
 def integrations_page(request: HttpRequest) -> HttpResponse:
-    membership = _membership(request)
+    membership = membership_or_404(request)
     with workspace_scope(membership.workspace_id):
         rows = []
         for connection in Connection.objects.select_related("connected_by").order_by(
@@ -94,7 +87,7 @@ def integrations_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def integration_connect(request: HttpRequest, provider: str) -> HttpResponse:
-    membership = _membership(request)
+    membership = membership_or_404(request)
     provider = _provider(provider)
     if not membership.can_manage:
         return forbidden(request, MANAGERS_ONLY)
@@ -116,7 +109,7 @@ def integration_connect(request: HttpRequest, provider: str) -> HttpResponse:
 @login_required
 @require_GET
 def integration_callback(request: HttpRequest, provider: str) -> HttpResponse:
-    membership = _membership(request)
+    membership = membership_or_404(request)
     provider = _provider(provider)
     if not membership.can_manage:
         return forbidden(request, MANAGERS_ONLY)
@@ -140,7 +133,7 @@ def integration_callback(request: HttpRequest, provider: str) -> HttpResponse:
 @login_required
 @require_POST
 def integration_disconnect(request: HttpRequest, connection_id: int) -> HttpResponse:
-    membership = _membership(request)
+    membership = membership_or_404(request)
     with workspace_scope(membership.workspace_id):
         connection = Connection.objects.filter(id=connection_id).first()
     if connection is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import structlog
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,18 +17,11 @@ from sources import access
 from sources.models import Membership, Schedule, Workspace
 from sources.usage import workspace_usage
 from sources.web.decorators import forbidden
-from sources.web.lookups import current_membership
+from sources.web.lookups import membership_or_404
 from sources.web.views.common import layout
 
 # Who saw or changed the secret, and when: operators find it in the logs (JSON lines with the request id).
 audit = structlog.get_logger("grounded.audit")
-
-
-def _membership(request: HttpRequest) -> Membership:
-    membership = current_membership(request)
-    if membership is None:
-        raise Http404
-    return membership
 
 
 def _page(request: HttpRequest, membership: Membership, status: int = 200, **extra: object) -> HttpResponse:
@@ -51,7 +44,7 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
 @login_required
 @require_http_methods(["GET", "POST"])
 def workspace_settings(request: HttpRequest) -> HttpResponse:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     if request.method == "GET":
         return _page(request, actor)
     try:
@@ -69,7 +62,7 @@ def workspace_settings(request: HttpRequest) -> HttpResponse:
 
 
 def _owner(request: HttpRequest) -> Membership | None:
-    actor = _membership(request)
+    actor = membership_or_404(request)
     return actor if actor.role == Membership.Role.OWNER else None
 
 
