@@ -31,19 +31,28 @@ class Quota:
     label: str
     unit: str = ""  # "bytes" is shown as a size
     metered: bool = False
+    one: str = ""  # the thing counted, when there is one of it ("1 source", not "1 sources")
 
 
 QUOTAS: dict[str, Quota] = {
     q.name: q
     for q in [
-        Quota("sources", "max_sources", "Sources"),
-        Quota("documents", "max_documents", "Pages and documents"),
+        Quota("sources", "max_sources", "Sources", one="source"),
+        Quota("documents", "max_documents", "Pages and documents", one="page or document"),
         Quota("stored_bytes", "max_stored_bytes", "Stored data", unit="bytes"),
-        Quota("chunks", "max_chunks", "Passages"),
-        Quota("crawl_pages", "max_crawl_pages_per_day", "Pages crawled today", metered=True),
-        Quota("chat_messages", "max_chat_messages_per_month", "Chat messages this month", metered=True),
-        Quota("agents", "max_agents", "Agents"),
-        Quota("members", "max_members", "Members"),
+        Quota("chunks", "max_chunks", "Passages", one="passage"),
+        Quota(
+            "crawl_pages", "max_crawl_pages_per_day", "Pages crawled today", metered=True, one="page crawled"
+        ),
+        Quota(
+            "chat_messages",
+            "max_chat_messages_per_month",
+            "Chat messages this month",
+            metered=True,
+            one="chat message",
+        ),
+        Quota("agents", "max_agents", "Agents", one="agent"),
+        Quota("members", "max_members", "Members", one="member"),
     ]
 }
 
@@ -84,6 +93,14 @@ def human_size(size: float) -> str:
 
 def _figure(quota: Quota, value: int) -> str:
     return human_size(value) if quota.unit == "bytes" else f"{value:,}"
+
+
+def _counted(quota: Quota, value: int) -> str:
+    """'1 source', '3 sources', '2.0 MB of stored data': the limit as a sentence names it."""
+    if quota.unit == "bytes":
+        return f"{human_size(value)} of {quota.label.lower()}"
+    what = quota.label.lower().replace(" today", "").replace(" this month", "")
+    return f"{value:,} {quota.one if value == 1 and quota.one else what}"
 
 
 # --- usage ----------------------------------------------------------------------------------------------
@@ -137,15 +154,13 @@ def _refuse(name: str, limit: int, usage: int, adding: int) -> QuotaExceeded:
     if quota.metered:
         period = metering.METRICS[name]
         when = "tomorrow (UTC)" if period == metering.DAILY else "on the 1st of next month (UTC)"
-        what = quota.label.lower().replace(" today", "").replace(" this month", "")
         message = (
-            f"Your plan allows {_figure(quota, limit)} {what} per {period}; {_figure(quota, usage)} are "
-            f"used. It resets {when}."
+            f"Your plan allows {_counted(quota, limit)} per {period}; {_figure(quota, usage)} "
+            f"{'is' if usage == 1 else 'are'} used. It resets {when}."
         )
     else:
         message = (
-            f"Your plan allows {_figure(quota, limit)} {quota.label.lower()}; this workspace has "
-            f"{_figure(quota, usage)}"
+            f"Your plan allows {_counted(quota, limit)}; this workspace has {_figure(quota, usage)}"
             + (f" and this would add {_figure(quota, adding)}" if adding > 1 else "")
             + ". Delete some or move to a larger plan."
         )

@@ -267,7 +267,7 @@ def test_web_new_agent_is_refused_with_a_banner(client, owner, agent, workspace,
     on_plan(max_agents=1)
     client.force_login(owner)
     response = client.post("/app/agents/new", {"name": "Second"}, follow=True)
-    assert "Your plan allows 1 agents" in response.content.decode()
+    assert "Your plan allows 1 agent;" in response.content.decode()
     with workspace_scope(workspace.id):
         assert Agent.objects.count() == 1
 
@@ -279,7 +279,7 @@ def test_web_member_add_is_refused_with_the_message(client, owner, workspace, on
     get_user_model().objects.create_user("newcomer", "new@acme.example")
     client.force_login(owner)
     response = client.post("/app/workspace/members/add", {"identifier": "newcomer", "role": "member"})
-    assert response.status_code == 402 and "Your plan allows 1 members" in response.content.decode()
+    assert response.status_code == 402 and "Your plan allows 1 member;" in response.content.decode()
     with workspace_scope(workspace.id):
         assert Membership.objects.count() == 1
 
