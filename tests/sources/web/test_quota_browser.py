@@ -38,8 +38,6 @@ def test_the_plan_refuses_a_source_in_the_dialog_and_the_usage_card_shows_it(
         assert list(Source.objects.values_list("title", flat=True)) == ["Returns"]
 
     page.goto(page.url.split("/app/")[0] + "/app/workspace/settings")
-    full = page.locator('tr[data-quota="sources"]')
-    expect(full).to_have_class("usage-full")
+    expect(page.locator('tr[data-quota="sources"]')).to_have_class("usage-full")
     expect(page.locator('tr[data-quota="crawl_pages"]')).to_contain_text("120")
-    page.locator('tr[data-quota="sources"]').scroll_into_view_if_needed()
-    screenshot(page, "workspace-usage")
+    screenshot(page, "workspace-usage")  # the whole page: the helper scrolls to the top first
