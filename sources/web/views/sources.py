@@ -42,9 +42,14 @@ def _sources_context(agent: Agent, query: Any) -> dict[str, Any]:
     found = selectors.agent_sources(workspace_id=agent.workspace_id, agent_id=agent.id, **listing)
     counts = selectors.agent_source_counts(workspace_id=agent.workspace_id, agent_id=agent.id)
     kinds = selectors.agent_source_kinds(workspace_id=agent.workspace_id, agent_id=agent.id)
+    rows = [presenters.source_row(s) for s in found.sources]
     return {
-        "rows": [presenters.source_row(s) for s in found.sources],
+        "rows": rows,
         "counts": counts,
+        # Whether the page keeps polling. The rows and the counts are two queries: a job that ends between
+        # them leaves a row still indexing beside counts with nothing in progress, and a page that went by
+        # the counts alone stopped polling with that row stuck on "indexing" (seen in the suite).
+        "active": counts["active"] > 0 or any(row["active"] for row in rows),
         "only": listing["status"],
         "listing": presenters.listing_context(listing, found, kinds=kinds),
     }
@@ -98,7 +103,7 @@ def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membershi
     listing = context["listing"]
     return JsonResponse(
         {
-            "active": counts["active"] > 0,
+            "active": context["active"],
             "counts": counts,
             "rows": rows,
             "matched": listing["matched"],

@@ -139,3 +139,33 @@ def test_bulk_actions_reach_only_the_agents_own_sources(
     client.force_login(outsider)
     assert client.post(bulk, {"action": "delete", "ids": [ours.id]}).status_code == 404
     assert Source.unscoped.filter(id__in=[theirs.id, ours.id]).count() == 2
+
+
+def test_the_page_keeps_polling_when_a_job_ends_between_the_rows_and_the_counts(
+    client, owner, workspace, agent, monkeypatch
+):
+    """The rows and the counts are two queries. A job ending between them (the worker's 35 ms reindex in
+    the suite) left a row "indexing" beside counts with nothing in progress, and the page stopped polling
+    with that row stuck. The job ending is made to happen exactly there."""
+    from sources import selectors
+
+    with workspace_scope(workspace.id):
+        source = Source.objects.create(agent=agent, kind="text", title="Returns policy", status="indexing")
+    counts = selectors.agent_source_counts
+
+    def job_ends_first(**kwargs):
+        with workspace_scope(workspace.id):
+            Source.objects.filter(id=source.id).update(status="failed")
+        return counts(**kwargs)
+
+    monkeypatch.setattr(selectors, "agent_source_counts", job_ends_first)
+    client.force_login(owner)
+    data = client.get(f"/app/agents/{agent.id}/sources.json").json()
+    assert [row["status"] for row in data["rows"]] == ["indexing"] and data["counts"]["active"] == 0
+    assert data["active"] is True  # so the next poll shows "failed"
+    data = client.get(f"/app/agents/{agent.id}/sources.json").json()
+    assert [row["status"] for row in data["rows"]] == ["failed"] and data["active"] is False
+    with workspace_scope(workspace.id):
+        Source.objects.filter(id=source.id).update(status="indexing")
+    page = client.get(f"/app/agents/{agent.id}/sources").content.decode()
+    assert 'data-active="1"' in page  # the first draw polls on the same rule
