@@ -14,7 +14,7 @@ import struct
 import time
 import uuid
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from psycopg.types import TypeInfo
 from retrieval import keyword
 from retrieval.stores.base import (
     Filters,
+    HybridHits,
     VectorHit,
     VectorRecord,
     VectorStore,
@@ -386,8 +387,109 @@ class PgVectorStore(VectorStore):
             cursor.execute(sql, {**params, "limit": top_k})
         return cursor.fetchall()
 
+    def hybrid_search(
+        self,
+        *,
+        workspace_id: int,
+        vector: Callable[[], np.ndarray],
+        terms: dict[str, int],
+        top_k: int,
+        model_name: str,
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        k1: float = keyword.K1,
+        b: float = keyword.B,
+    ) -> HybridHits:
+        """Two statements instead of four, with the base class's answer. The BM25 ranking (while the query
+        is embedded) also returns the query terms' weights; then one statement finds the vector top_k,
+        the cosine of the keyword candidates, and the BM25 of the vector candidates from those weights
+        and only their own postings (the chunk index) rather than every posting of the terms again.
+        Filtered searches, whose keyword ranking has its own fallbacks, take the base class's path."""
+        if filters or not terms:
+            return super().hybrid_search(
+                workspace_id=workspace_id, vector=vector, terms=terms, top_k=top_k, model_name=model_name,
+                min_score=min_score, filters=filters, k1=k1, b=b,
+            )  # fmt: skip
+        params: dict[str, Any] = {
+            "k1": float(k1),
+            "b": float(b),
+            "terms": list(terms),
+            "counts": list(terms.values()),
+            "workspace": workspace_id,
+            "floor": float(min_score or 0.0),
+            "ids": None,
+            "limit": top_k,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(self._keyword_sql(chunk_ids=None, weights=True), params)
+            parts = cursor.fetchall()
+            by_keyword = [
+                VectorHit(cid, min(1.0, float(score))) for part, cid, score, _t in parts if part == 0
+            ]
+            weights = [(term, w) for part, _cid, w, term in parts if part == 1]
+            constants = {part: value for part, _cid, value, _t in parts if part in (2, 3)}
+            params.update(
+                vector=vector_literal(vector()),
+                model=model_name,
+                kw_ids=[h.chunk_id for h in by_keyword],
+                wterms=[term for term, _w in weights],
+                ws=[w for _term, w in weights],
+                avg=constants.get(2),
+                norm=constants.get(3),
+            )
+            sql = self._rescored_sql(min_score is not None)
+            rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+        by_vector = [VectorHit(cid, float(score)) for part, cid, score in rows if part == 0]
+        vector_scores = {h.chunk_id: h.score for h in by_vector}
+        keyword_scores = {h.chunk_id: h.score for h in by_keyword}
+        # As the base class: keyword candidates get their cosine, then vector candidates their BM25.
+        rescored_vector = {cid: float(score) for part, cid, score in rows if part == 1}
+        vector_scores.update(
+            {c: rescored_vector[c] for c in keyword_scores if c not in vector_scores and c in rescored_vector}
+        )
+        rescored_keyword = {cid: min(1.0, float(score)) for part, cid, score in rows if part == 2}
+        keyword_scores.update(
+            {
+                c: rescored_keyword[c]
+                for c in vector_scores
+                if c not in keyword_scores and c in rescored_keyword
+            }
+        )
+        return HybridHits(by_vector, by_keyword, vector_scores, keyword_scores)
+
+    def _rescored_sql(self, with_floor: bool) -> str:
+        """The vector top_k (part 0, best first), the cosine of given chunks (part 1: the keyword
+        candidates) and the BM25 of the vector candidates (part 2), with the query's term weights (`ws`),
+        average length and normaliser from the keyword ranking: the same arithmetic as _keyword_sql."""
+        operator, _opclass, similarity = METRICS[self.metric]
+        score_sql = similarity.format(d=f"(c.embedding {operator} %(vector)s::vector)")
+        rows = (
+            " FROM sources_chunk c WHERE c.workspace_id = %(workspace)s AND c.embedding IS NOT NULL"
+            " AND c.embedding_model = %(model)s" + (f" AND {score_sql} >= %(floor)s" if with_floor else "")
+        )
+        k1, b = "%(k1)s::float8", "%(b)s::float8"
+        return (
+            f"WITH vec AS MATERIALIZED (SELECT c.id, {score_sql} AS score{rows}"
+            f"  ORDER BY c.embedding {operator} %(vector)s::vector LIMIT %(limit)s),"
+            " ranked AS (SELECT id, score, row_number() OVER () AS n FROM vec),"
+            f" cos AS (SELECT c.id, {score_sql} AS score{rows} AND c.id = ANY(%(kw_ids)s::uuid[])),"
+            f" bm AS (SELECT p.chunk_id, sum(q.w * p.tf * ({k1} + 1)"
+            f"   / (p.tf + {k1} * (1 - {b} + {b} * p.length / %(avg)s::float8))) / %(norm)s::float8 AS score"
+            "  FROM retrieval_keywordposting p"
+            "  JOIN unnest(%(wterms)s::text[], %(ws)s::float8[]) AS q(term, w) ON q.term = p.term"
+            "  WHERE p.workspace_id = %(workspace)s AND p.chunk_id IN (SELECT id FROM vec)"
+            "  GROUP BY p.chunk_id)"
+            " SELECT part, chunk_id, score FROM ("
+            "  SELECT 0 AS part, id::text AS chunk_id, score, n FROM ranked"
+            "  UNION ALL SELECT 1, id::text, score, 0 FROM cos"
+            "  UNION ALL SELECT 2, chunk_id::text, score, 0 FROM bm WHERE score >= %(floor)s) AS parts"
+            " ORDER BY part, n"
+        )
+
     @staticmethod
-    def _keyword_sql(*, chunk_ids: list[str] | None, passing: str = "", join_filter: str = "") -> str:
+    def _keyword_sql(
+        *, chunk_ids: list[str] | None, passing: str = "", join_filter: str = "", weights: bool = False
+    ) -> str:
         """BM25 in one statement: sum over query terms of idf * qtf * tf*(k1+1) / (tf + k1*(1-b+b*len/avg)),
         divided by the best score the query could reach so it lands in [0, 1] (keyword.max_score). idf is
         keyword.idf over the workspace's statistics, computed here rather than in Python: reading the
@@ -421,6 +523,16 @@ class PgVectorStore(VectorStore):
             " ranked AS (SELECT chunk_id, score FROM scored WHERE score >= %(floor)s"
             "  ORDER BY score DESC, chunk_id LIMIT %(limit)s)"
         )
+        if weights:
+            # The ranking (part 0), then what scores other chunks the same way (hybrid_search): each query
+            # term's weight (part 1), the average length (2) and the normaliser (3).
+            return ranking + (
+                " SELECT 0 AS part, chunk_id::text AS chunk_id, score, NULL::text AS term FROM ranked"
+                " UNION ALL SELECT 1, NULL, w, term FROM q"
+                " UNION ALL SELECT 2, NULL, avg_length, NULL FROM stats"
+                f" UNION ALL SELECT 3, NULL, (SELECT nullif(sum(w) * ({k1} + 1), 0) FROM q), NULL"
+                " ORDER BY part, score DESC, chunk_id"
+            )
         if not passing:
             return ranking + " SELECT chunk_id::text, score FROM ranked ORDER BY score DESC, chunk_id"
         return (
