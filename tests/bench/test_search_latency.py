@@ -2,11 +2,10 @@
 
 A workspace holds SciFact's abstracts (`../shared/data/scifact`), chunked as ingestion chunks them, with
 real BM25 postings; their vectors come from the synthetic corpus (clustered, unit length), since embedding
-5,183 abstracts would take minutes and a vector's content does not change what a search costs. A gunicorn
-process on 127.0.0.1 (uvicorn workers as `make run` starts it, one worker; GROUNDED_BENCH_SEARCH_SERVER=wsgi
-for gthread) serves the test database, and this
-process asks `GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive
-connection:
+5,183 abstracts would take minutes and a vector's content does not change what a search costs. gunicorn
+processes on 127.0.0.1 (one worker; GROUNDED_BENCH_SEARCH_SERVER picks one or more set-ups, served one after
+another: `asgi`, as `make run` starts it, by default) serve the test database, and this process asks
+`GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive connection:
 
 - per mode (hybrid, keyword, vector), SciFact claims asked for the first time (nothing cached);
 - the same claims asked again (a repeated question);
@@ -14,8 +13,9 @@ connection:
 - beside them, in this process: the raw parts (the query's embedding plus an exact dense search of the
   same vectors in numpy, top 5), the embedding alone, and `search_passages` without HTTP.
 
-One JSON line and a table are printed. The test asserts what the answers are (results, a repeated
-question answered the same), never how fast they came. `make bench` runs it on every abstract
+One JSON line per server and a table are printed. The test asserts what the answers are (results, a
+repeated question answered the same, every server giving exactly the first one's results), never how fast
+they came. `make bench` runs it on every abstract
 (GROUNDED_BENCH_SEARCH_DOCS=all, 5,748 chunks) with 200 claims; the default run is small.
 """
 
