@@ -17,13 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import connections
 
 _END = object()
+View = TypeVar("View", bound=Callable | type)
+
+
+def served_async(view: View) -> View:
+    """Marks a view (function or class) that streams or waits on a model: config/asgi.py serves it on
+    Django's ASGI handler, where a stream waits on the event loop, instead of the fixed thread pool that
+    serves every other view."""
+    view.served_async = True  # type: ignore[union-attr]
+    return view
+
+
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 

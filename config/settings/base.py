@@ -70,10 +70,13 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
-# 0 (a connection per request) because the web server is ASGI, where Django's docs advise against persistent
-# connections: sync views run in short-lived threads whose connections would outlive them. The Celery
-# workers keep theirs (docker-compose.yml sets 60 for them).
+# 0 (a connection per request, from the pool below) unless set. The web server sets 60 (config/asgi.py):
+# its views run on a fixed thread pool whose threads keep their connections, and the requests Django's ASGI
+# handler serves close theirs (config/routing.py). The Celery workers keep theirs (docker-compose.yml).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# A kept connection is checked (SELECT 1) before a request's first query, so one that PostgreSQL dropped
+# (a restart, a failover) is replaced instead of failing that request.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=True)
 # With connections per request, a pool per process keeps them from being opened each time and bounds how many
 # one process holds (hundreds of concurrent requests wait for one of these instead of exhausting PostgreSQL).
 DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=20)
