@@ -147,7 +147,12 @@ def search_hits(
                 terms=terms, top_k=len(missing), chunk_ids=missing, **bm25, **common
             )
             keyword_scores.update({h.chunk_id: h.score for h in rescored})
-        fused = FUSIONS[params.fusion]([by_vector, by_keyword], [params.vector_weight, params.keyword_weight])
+        rankings = [by_vector, by_keyword]
+        if params.fusion == "absolute":  # adds scores as they are: each candidate's own two, rescored above
+            rankings = [
+                [VectorHit(c, s) for c, s in scores.items()] for scores in (vector_scores, keyword_scores)
+            ]
+        fused = FUSIONS[params.fusion](rankings, [params.vector_weight, params.keyword_weight])
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
     else:
         order = [h.chunk_id for h in (by_vector or by_keyword)]
