@@ -150,8 +150,12 @@ def search_hits(
             **common,
         )
         vector_scores, keyword_scores = hits.vector_scores, hits.keyword_scores
-        weights = [params.vector_weight, params.keyword_weight]
-        fused = FUSIONS[params.fusion]([hits.by_vector, hits.by_keyword], weights)
+        rankings = [hits.by_vector, hits.by_keyword]
+        if params.fusion == "absolute":  # adds scores as they are: each candidate's own two
+            rankings = [
+                [VectorHit(c, s) for c, s in scores.items()] for scores in (vector_scores, keyword_scores)
+            ]
+        fused = FUSIONS[params.fusion](rankings, [params.vector_weight, params.keyword_weight])
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
     elif want_vector:
         vector = embedder.embed_query(query) if vector is None else vector
