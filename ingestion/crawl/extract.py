@@ -2,11 +2,11 @@
 
 trafilatura does the extraction from HTML we fetched ourselves (its own fetcher would bypass our address
 checks), in its fast mode (no readability/jusText fallback) and without its metadata pass: the same text on
-the shared sites in about half the time. A page
-is dropped, with a reason, when it is a "not found" page served as 200, a bot wall, a page whose text a script
-builds (decided from the markup: an empty app root, a noscript warning, a state blob in place of the text),
-a site's search page (a search form whose noscript asks for JavaScript to search: scripts would only add the
-results of a query, so it never goes to the browser), or when it has no prose at all. Length alone decides nothing: a one-sentence release note is a page a reader
+the shared sites in about half the time. A page is dropped, with a reason, when it is a "not found" page
+served as 200, a bot wall, a page whose text a script builds (decided from the markup: an empty app root, a
+noscript warning, a state blob in place of the text), a site's search page (a search form whose noscript asks
+for JavaScript to search: scripts would only add the results of a query, so it never goes to the browser), or
+when it has no prose at all. Length alone decides nothing: a one-sentence release note is a page a reader
 wants, while a shell whose only text is its navigation is not, however long that navigation is.
 """
 
