@@ -49,6 +49,7 @@ from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embedding_input
 from sources.models import Chunk, Source
 from tests.bench.generated_site import generate
+from tests.bench.proc_cpu import cpu_seconds, postmaster
 from tests.factories import ROOT
 from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
@@ -62,7 +63,6 @@ SITE_PAGES = int(os.environ.get("GROUNDED_BENCH_SITE_PAGES", "120" if FULL else 
 CRAWL_CONCURRENCY = int(os.environ.get("GROUNDED_BENCH_CRAWL_CONCURRENCY", "2"))
 # The crawl worker's niceness: >0 lets the embedder have the cores first and the crawl fill the gaps.
 CRAWL_NICE = int(os.environ.get("GROUNDED_BENCH_CRAWL_NICE", "0"))
-_TICKS = os.sysconf("SC_CLK_TCK")
 _TIMING = re.compile(r"(crawl|index) timings (\{.*\})")
 _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]+)s")
 
@@ -138,43 +138,6 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[tupl
                 process.kill()
 
 
-def _cpu_seconds(root: int) -> float:
-    """CPU seconds of a process and every descendant, alive or reaped (Chromium's processes, once its crawl
-    process has waited for them, count in that process's cutime): what the crawl takes from the embedder."""
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # exited meanwhile
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = sum(int(x) for x in fields[11:15]) / _TICKS  # utime stime cutime cstime
-    tree, grown = {root}, True
-    while grown:  # a child's pid is not always above its parent's: add children until none is left
-        grown = False
-        for pid, parent in parents.items():
-            if parent in tree and pid not in tree:
-                tree.add(pid)
-                grown = True
-    return sum(times.get(pid, 0.0) for pid in tree)
-
-
-def _postmaster() -> int | None:
-    """The PostgreSQL server's main process, if it runs on this machine: its tree's CPU is the database's."""
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[0].endswith(
-                b"/postgres"
-            ):
-                return int(entry.name)
-        except OSError:
-            continue
-    return None
-
-
 def _message(line: str) -> tuple[str, float | None]:
     """A log line's message and time: workers log JSON lines (config/logging.py), whose message is the
     `event`, with an ISO `timestamp`."""
@@ -247,9 +210,9 @@ def _union(intervals: list[tuple[float, float]]) -> float:
 
 def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, str] | None = None) -> dict:
     with _workers(tag, extra_env) as (logs, pids):
-        postmaster = _postmaster()
-        pids = [*pids, postmaster] if postmaster else pids
-        cpu_before = [_cpu_seconds(pid) for pid in pids]
+        database = postmaster()
+        pids = [*pids, database] if database else pids
+        cpu_before = [cpu_seconds(pid) for pid in pids]
         own_before = resource.getrusage(resource.RUSAGE_SELF)
         started_at, started = time.time(), time.perf_counter()
         source = lifecycle.source_create(
@@ -262,7 +225,7 @@ def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, st
                 break
             time.sleep(0.2)
         seconds, finished_at = time.perf_counter() - started, time.time()
-        cpu = [_cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+        cpu = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
         own = resource.getrusage(resource.RUSAGE_SELF)
         time.sleep(1.0)  # the last log lines
         where = _where_time_goes(logs, started_at, finished_at)
