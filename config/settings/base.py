@@ -235,6 +235,8 @@ EMBEDDERS = {
             "dimensions": env.int("EMBEDDER_DIMENSIONS", default=384),
             # The built-in embedder's ONNX threads; 0 = the cores this process may use.
             "threads": env.int("EMBEDDER_THREADS", default=0),
+            # Its ONNX threads spin-wait between operations instead of sleeping (docs/BENCHMARKS.md).
+            "spinning": env.bool("EMBEDDER_SPINNING", default=False),
         },
     }
 }
