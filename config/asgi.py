@@ -27,5 +27,8 @@ from config.routing import Router
 django_asgi = get_asgi_application()
 
 application = Router(
-    asgi=django_asgi, wsgi=get_wsgi_application(), threads=int(os.environ.get("WEB_THREADS", "8"))
+    asgi=django_asgi,
+    wsgi=get_wsgi_application(),
+    threads=int(os.environ.get("WEB_THREADS", "8")),
+    starts=int(os.environ.get("WEB_CHAT_STARTS", "16")),
 )

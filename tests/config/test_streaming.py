@@ -61,10 +61,13 @@ def _server_backends() -> dict[int, object]:
         return dict(cursor.fetchall())
 
 
-def test_api_requests_keep_their_connections_and_chat_streams_close_theirs(workspace, agent):
+def test_api_threads_and_stream_threads_keep_their_connections_and_chat_requests_close_theirs(
+    workspace, agent
+):
     """config/asgi.py: the REST API runs on a fixed thread pool whose threads keep their database
-    connections (the same backends serve request after request); the chat, on Django's ASGI handler, runs
-    each request in a thread of its own and leaves no connection behind, however many streams ran."""
+    connections (the same backends serve request after request); so do the stream pool's threads
+    (config/streaming.py, STREAM_THREADS); the chat's requests, on Django's ASGI handler, each run their view
+    in a thread of its own and leave no connection behind, however many chats ran."""
     import httpx
 
     from sources.services import api_key_create
@@ -73,6 +76,7 @@ def test_api_requests_keep_their_connections_and_chat_streams_close_theirs(works
     _key, api_key = api_key_create(workspace=workspace, name="router")
     with web_server(
         test_run_id=settings.TEST_RUN_ID, database_url=database_url(), WEB_CONCURRENCY="1", WEB_THREADS="2",
+        STREAM_THREADS="3",
         TRUSTED_PROXY_HEADER="HTTP_X_REAL_IP",
     ) as server:  # fmt: skip
         headers = {"Authorization": f"Bearer {api_key}", "Host": "localhost"}
@@ -94,18 +98,31 @@ def test_api_requests_keep_their_connections_and_chat_streams_close_theirs(works
             assert _server_backends() == kept  # the same backends, not new ones (nor a pool's)
 
             url = f"{server.url}/api/v1/agents/{agent.public_key}/chat/stream"
-            addresses = [f"10.1.0.{i}" for i in range(24)]
-            results = asyncio.run(many_streams(url, 24, origin=ORIGIN, addresses=addresses))
-            assert all(r.completed for r in results), [(r.status, r.error, r.events[-3:]) for r in results]
             chat = f"{server.url}/api/v1/agents/{agent.public_key}/chat"  # JSON, also on the ASGI handler
-            for i in range(6):
-                headers = {"Origin": ORIGIN, "X-Real-IP": f"10.2.0.{i}", "Host": "localhost"}
-                response = httpx.post(chat, json={"message": "Returns?"}, headers=headers, timeout=30)
-                assert response.status_code == 200, response.text
-            # The last stream's connections close just after its last event left: give them a moment.
-            deadline = time.monotonic() + 10
-            while (backends := _server_backends()) != kept and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert backends == kept, f"{len(backends) - len(kept)} connections left open by chat requests"
+
+            def chats(first: int) -> set:
+                addresses = [f"10.1.{first}.{i}" for i in range(24)]
+                results = asyncio.run(many_streams(url, 24, origin=ORIGIN, addresses=addresses))
+                assert all(r.completed for r in results), [
+                    (r.status, r.error, r.events[-3:]) for r in results
+                ]
+                for i in range(6):
+                    headers = {"Origin": ORIGIN, "X-Real-IP": f"10.2.{first}.{i}", "Host": "localhost"}
+                    response = httpx.post(chat, json={"message": "Returns?"}, headers=headers, timeout=30)
+                    assert response.status_code == 200, response.text
+                # A request's own connection closes just after its response left: give it a moment.
+                deadline = time.monotonic() + 10
+                while len(backends := _server_backends()) > len(kept) + 3 and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                return backends
+
+            after_first = chats(0)
+            assert (
+                kept.items() <= after_first.items() and len(after_first) - len(kept) <= 3
+            )  # one per stream thread
+            after_second = chats(1)
+            assert after_second == after_first, (
+                "chat requests left connections open, or stream threads opened new ones"
+            )
             search(30)
-            assert _server_backends() == kept
+            assert _server_backends() == after_first
