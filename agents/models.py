@@ -24,7 +24,9 @@ class Agent(TenantModel):
 
     class Fusion(models.TextChoices):
         DEFAULT = "", "The deployment's default"
-        SCORE = "score", "Score fusion (normalised scores, weighted)"
+        ABSOLUTE = "absolute", "Absolute score fusion (cosine and BM25 as they are, weighted)"
+        SCORE = "score", "Score fusion (min-max normalised scores, weighted)"
+        ZSCORE = "zscore", "Z-score fusion (standardised scores, weighted)"
         RRF = "rrf", "Reciprocal rank fusion (ranks only)"
 
     class EmbeddingProvider(models.TextChoices):

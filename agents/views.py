@@ -17,11 +17,13 @@ from django.views.decorators.http import require_POST
 from agents import services
 from agents.api.views import event_stream_response
 from agents.models import Conversation
+from config.streaming import served_async
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.lookups import agent_for
 
 
+@served_async
 @login_required
 @require_POST
 def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:

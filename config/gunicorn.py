@@ -2,7 +2,8 @@
 
 Variables: PORT (8000), WEB_CONCURRENCY (worker processes, 2), WEB_BIND_HOST (0.0.0.0), WEB_TIMEOUT (120 s:
 a worker silent that long is restarted), WEB_WORKER_CLASS (uvicorn's ASGI worker; `gthread` with
-config.wsgi for the old threaded server, e.g. to compare in the benchmark).
+config.wsgi for the old threaded server, e.g. to compare in the benchmark), WEB_THREADS (gthread's threads;
+under uvicorn, config/asgi.py reads it for the thread pool that serves every view but the chat, 8).
 """
 
 import os

@@ -1,10 +1,14 @@
 """Combining the vector and keyword rankings into one.
 
-Three methods: reciprocal rank fusion (ranks only, robust to score scales), and normalised score fusion,
-a weighted sum of each list's scores put on one scale, which keeps how much better the first hit is than
-the tenth. The scale is min-max ("score": the list's best is 1, its last 0) or the z-score ("zscore":
-standard deviations above the list's mean, so one outlier at the top does not squash the rest). A hit
-missing from a list counts as that list's last.
+Four methods: reciprocal rank fusion (ranks only, robust to score scales), normalised score fusion, a
+weighted sum of each list's scores put on one scale, which keeps how much better the first hit is than
+the tenth, and absolute score fusion. The normalised scale is min-max ("score": the list's best is 1, its
+last 0) or the z-score ("zscore": standard deviations above the list's mean, so one outlier at the top
+does not squash the rest); a hit missing from a list counts as that list's last. "absolute" adds the
+scores as they are, which is right only when each list's scores already mean the same from one query to
+the next: a cosine, and BM25 divided by the query's own maximum (retrieval.keyword.max_score), both in
+[0, 1]. A weak best hit then stays weak instead of being stretched to 1, as min-max does to a query whose
+keywords barely match anything.
 """
 
 from __future__ import annotations
@@ -61,4 +65,20 @@ def zscore_fusion(rankings: Sequence[Sequence[VectorHit]], weights: Sequence[flo
     return fused
 
 
-FUSIONS = {"rrf": reciprocal_rank_fusion, "score": score_fusion, "zscore": zscore_fusion}
+def absolute_fusion(rankings: Sequence[Sequence[VectorHit]], weights: Sequence[float]) -> dict[str, float]:
+    """The weighted sum of each hit's own scores, negative ones (a cosine below 0) counted as 0. A hit
+    missing from a list counts 0 there, so the lists should score every candidate: search_hits passes
+    each candidate's score by both retrievers."""
+    fused: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for hit in ranking:
+            fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + weight * max(hit.score, 0.0)
+    return fused
+
+
+FUSIONS = {
+    "rrf": reciprocal_rank_fusion,
+    "score": score_fusion,
+    "zscore": zscore_fusion,
+    "absolute": absolute_fusion,
+}

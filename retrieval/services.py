@@ -7,7 +7,10 @@ rankings, optionally reranks, and only then cuts to top_k.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -98,6 +101,20 @@ class Passage:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+_embedding_lock = threading.Lock()
+_embedding_pool: ThreadPoolExecutor | None = None
+#: Queries embedded at once per process while their keyword searches run (more wait for a thread).
+EMBEDDING_THREADS = 4
+
+
+def _embed_meanwhile(embedder: Embedder, query: str) -> Future[np.ndarray]:
+    global _embedding_pool
+    with _embedding_lock:
+        if _embedding_pool is None:
+            _embedding_pool = ThreadPoolExecutor(EMBEDDING_THREADS, thread_name_prefix="embed-query")
+    return _embedding_pool.submit(contextvars.copy_context().run, embedder.embed_query, query)
+
+
 def search_hits(
     *,
     workspace_id: int,
@@ -113,44 +130,44 @@ def search_hits(
     embedder = embedder or embedders["default"]
     want_vector = params.mode in ("hybrid", "vector")
     want_keyword = params.mode in ("hybrid", "keyword")
-    if want_vector and vector is None:
-        vector = embedder.embed_query(query)
     terms = keyword.term_counts(query) if want_keyword else {}
     common = {"workspace_id": workspace_id, "min_score": params.min_score, "filters": params.filters}
-    by_vector = (
-        store.search(vector=vector, top_k=params.candidates, model_name=embedder.model_name, **common)
-        if want_vector
-        else []
-    )
     # search_passages / search_workspace have put the workspace's in; a direct caller gets the defaults.
     bm25 = {
         "k1": keyword.K1 if params.bm25_k1 is None else params.bm25_k1,
         "b": keyword.B if params.bm25_b is None else params.bm25_b,
     }
-    by_keyword = (
-        store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common) if want_keyword else []
-    )
-
-    vector_scores = {h.chunk_id: h.score for h in by_vector}
-    keyword_scores = {h.chunk_id: h.score for h in by_keyword}
     if params.mode == "hybrid":
-        # Score every candidate by both retrievers, so the reported score is really the stronger one.
-        missing = [c for c in keyword_scores if c not in vector_scores]
-        if missing:
-            rescored = store.search(
-                vector=vector, top_k=len(missing), model_name=embedder.model_name, chunk_ids=missing, **common
-            )
-            vector_scores.update({h.chunk_id: h.score for h in rescored})
-        missing = [c for c in vector_scores if c not in keyword_scores]
-        if missing and terms:
-            rescored = store.keyword_search(
-                terms=terms, top_k=len(missing), chunk_ids=missing, **bm25, **common
-            )
-            keyword_scores.update({h.chunk_id: h.score for h in rescored})
-        fused = FUSIONS[params.fusion]([by_vector, by_keyword], [params.vector_weight, params.keyword_weight])
+        # The query is embedded in another thread (ONNX releases the GIL) while the store searches its
+        # keywords in this one, on this thread's database connection.
+        embedding = _embed_meanwhile(embedder, query) if vector is None else None
+        hits = store.hybrid_search(
+            vector=embedding.result if embedding is not None else lambda: vector,
+            terms=terms,
+            top_k=params.candidates,
+            model_name=embedder.model_name,
+            **bm25,
+            **common,
+        )
+        vector_scores, keyword_scores = hits.vector_scores, hits.keyword_scores
+        rankings = [hits.by_vector, hits.by_keyword]
+        if params.fusion == "absolute":  # adds scores as they are: each candidate's own two
+            rankings = [
+                [VectorHit(c, s) for c, s in scores.items()] for scores in (vector_scores, keyword_scores)
+            ]
+        fused = FUSIONS[params.fusion](rankings, [params.vector_weight, params.keyword_weight])
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    elif want_vector:
+        vector = embedder.embed_query(query) if vector is None else vector
+        by_vector = store.search(
+            vector=vector, top_k=params.candidates, model_name=embedder.model_name, **common
+        )
+        vector_scores, keyword_scores = {h.chunk_id: h.score for h in by_vector}, {}
+        order = [h.chunk_id for h in by_vector]
     else:
-        order = [h.chunk_id for h in (by_vector or by_keyword)]
+        by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common)
+        vector_scores, keyword_scores = {}, {h.chunk_id: h.score for h in by_keyword}
+        order = [h.chunk_id for h in by_keyword]
 
     order = _without_hidden_sources(workspace_id, order)
     ranked = []

@@ -317,7 +317,7 @@ class Chunk(TenantModel):
             models.Index(fields=["workspace", "document"]),
             # Finds chunks of another embedding model without scanning (retrieval.vectors.stale_embeddings).
             models.Index(fields=["workspace", "embedding_model"], name="chunk_workspace_model"),
-            # Metadata filters (the agent, audiences) as containment (retrieval.stores.pgvector.filter_sql).
+            # Metadata filters (the agent, audiences) as containment (retrieval/stores/pgvector_sql.py).
             GinIndex(fields=["metadata"], opclasses=["jsonb_path_ops"], name="chunk_metadata_gin"),
             HnswIndex(
                 name="chunk_embedding_hnsw",

@@ -22,7 +22,7 @@ from agents import services
 from agents.api import auth
 from agents.models import Agent, Conversation, Message
 from agents.visitor import Visitor
-from config.streaming import stream_async
+from config.streaming import served_async, stream_async
 from sources.api.errors import error_body
 from sources.api.serializers import ErrorSerializer
 from sources.tenancy import activate_workspace, deactivate_workspace
@@ -193,6 +193,7 @@ class AgentPublicView(APIView):
         )
 
 
+@served_async  # waits on the model for the whole turn: not on the web server's fixed thread pool
 class ChatView(AgentPublicView):
     @extend_schema(
         request=ChatRequestSerializer,
@@ -242,6 +243,7 @@ def event_stream_response(events: Iterator[dict], *, asgi: bool = False) -> Stre
     return response
 
 
+@served_async
 class ChatStreamView(AgentPublicView):
     @extend_schema(
         request=ChatRequestSerializer,

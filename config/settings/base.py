@@ -70,10 +70,13 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
-# 0 (a connection per request) because the web server is ASGI, where Django's docs advise against persistent
-# connections: sync views run in short-lived threads whose connections would outlive them. The Celery
-# workers keep theirs (docker-compose.yml sets 60 for them).
+# 0 (a connection per request, from the pool below) unless set. The web server sets 60 (config/asgi.py):
+# its views run on a fixed thread pool whose threads keep their connections, and the requests Django's ASGI
+# handler serves close theirs (config/routing.py). The Celery workers keep theirs (docker-compose.yml).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# A kept connection is checked (SELECT 1) before a request's first query, so one that PostgreSQL dropped
+# (a restart, a failover) is replaced instead of failing that request.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=True)
 # With connections per request, a pool per process keeps them from being opened each time and bounds how many
 # one process holds (hundreds of concurrent requests wait for one of these instead of exhausting PostgreSQL).
 DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=20)
@@ -232,6 +235,8 @@ EMBEDDERS = {
             "dimensions": env.int("EMBEDDER_DIMENSIONS", default=384),
             # The built-in embedder's ONNX threads; 0 = the cores this process may use.
             "threads": env.int("EMBEDDER_THREADS", default=0),
+            # Its ONNX threads spin-wait between operations instead of sleeping (docs/BENCHMARKS.md).
+            "spinning": env.bool("EMBEDDER_SPINNING", default=False),
         },
     }
 }
@@ -284,6 +289,8 @@ RERANKERS = {
 # --- Search ---
 # The default fusion and weights are what SciFact's train queries favoured (docs/BENCHMARKS.md).
 # Min-max score fusion at 0.4 / 0.6 beat RRF (k=60, 1:1) on SciFact's train queries: 0.7358 vs 0.7184.
+# Absolute fusion scored 0.7403 there but one answer fewer of 54 on the Flask docs questions
+# (docs/BENCHMARKS.md, "Built-in answers"), so it stays a setting.
 SEARCH_FUSION = env("SEARCH_FUSION", default="score")
 SEARCH_VECTOR_WEIGHT = env.float("SEARCH_VECTOR_WEIGHT", default=0.4)
 SEARCH_KEYWORD_WEIGHT = env.float("SEARCH_KEYWORD_WEIGHT", default=0.6)

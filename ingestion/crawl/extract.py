@@ -2,10 +2,11 @@
 
 trafilatura does the extraction from HTML we fetched ourselves (its own fetcher would bypass our address
 checks), in its fast mode (no readability/jusText fallback) and without its metadata pass: the same text on
-the shared sites in about half the time. A page
-is dropped, with a reason, when it is a "not found" page served as 200, a bot wall, a page whose text a script
-builds (decided from the markup: an empty app root, a noscript warning, a state blob in place of the text),
-or when it has no prose at all. Length alone decides nothing: a one-sentence release note is a page a reader
+the shared sites in about half the time. A page is dropped, with a reason, when it is a "not found" page
+served as 200, a bot wall, a page whose text a script builds (decided from the markup: an empty app root, a
+noscript warning, a state blob in place of the text), a site's search page (a search form whose noscript asks
+for JavaScript to search: scripts would only add the results of a query, so it never goes to the browser), or
+when it has no prose at all. Length alone decides nothing: a one-sentence release note is a page a reader
 wants, while a shell whose only text is its navigation is not, however long that navigation is.
 """
 
@@ -43,6 +44,7 @@ class DroppedPage(Exception):
         "not_found": "This page says it doesn't exist (a 'page not found' page), so we skipped it.",
         "bot_wall": "The site showed us a bot check instead of the page, so we couldn't read it.",
         "needs_javascript": "This page builds its text with JavaScript; it needs the browser crawler.",
+        "search_page": "This is the site's search page: its results need a query; it has nothing to index.",
     }
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -84,6 +86,12 @@ _STATE_BLOB = re.compile(
     r"__NEXT_DATA__|window\.__NUXT__|__INITIAL_STATE__|__APOLLO_STATE__|__PRELOADED_STATE__|__remixContext",
     re.IGNORECASE,
 )
+NOTICE = "a notice asking for JavaScript"  # one of script_signal's answers
+# A search form: what a site's search page is for. Its script-built part is the results of a query.
+_SEARCH_FORM = (
+    "//form[.//input[@type='search' or @name='q' or @name='query' or @name='search' or @name='s']]"
+    " | //*[@role='search']"
+)
 _SENTENCE_END = re.compile(r"[.!?;:)\"'\u201d\u3002\uff01\uff1f]$")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _HEADER_LINK = re.compile(r"\s*[¶#§]+\s*$")
@@ -98,6 +106,7 @@ def extract_page(html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS
     page_title = _clean_title(" ".join(tree.xpath("//head/title//text()")))
     language = _markup_language(tree)
     noscript = " ".join(" ".join(n.itertext()) for n in tree.xpath("//noscript"))
+    search_form = bool(tree.xpath(_SEARCH_FORM))  # before extraction prunes the tree
 
     # The title is all the metadata we keep, so trafilatura's metadata pass (dates, authors, categories: half
     # of its time) is skipped; its title rules run alone, before extraction prunes the tree.
@@ -119,6 +128,8 @@ def extract_page(html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS
         raise DroppedPage("bot_wall", f"{url}: title {page_title!r}")
     prose = prose_chars(text)
     if prose < min_chars and (signal := script_signal(markup, noscript, text)):
+        if _is_search_page(search_form, noscript, signal):
+            raise DroppedPage("search_page", f"{url}: a search form, JavaScript asked for to search")
         raise DroppedPage("needs_javascript", f"{url}: {prose} characters of prose without scripts; {signal}")
     if (_NOT_FOUND.search(page_title) and len(text) < 3000) or (
         len(text) < 1000 and _NOT_FOUND.search(text[:300])
@@ -158,10 +169,18 @@ def script_signal(markup: str, noscript: str, text: str) -> str:
     if _SPA_ROOT.search(markup):
         return "an empty app root"
     if _NEEDS_JS.search(noscript) or _NEEDS_JS.search(text):
-        return "a notice asking for JavaScript"
+        return NOTICE
     if _STATE_BLOB.search(markup):
         return "content shipped as script state"
     return ""
+
+
+def _is_search_page(search_form: bool, noscript: str, signal: str) -> bool:
+    """A site's own search page (Sphinx's search.html): the only thing scripts build there is the results of
+    a query typed into its form, so a browser would render the same empty page at a hundred times the cost.
+    Only when the notice is the sole signal and it speaks of search: an app shell with a search box in its
+    header still goes to the browser."""
+    return search_form and signal == NOTICE and "search" in noscript.lower()
 
 
 def looks_like_not_found(title: str) -> bool:

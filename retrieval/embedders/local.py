@@ -36,10 +36,11 @@ class MiniLMOnnxEmbedder(Embedder):
     model_name = "all-MiniLM-L6-v2-onnx-int8"
     dimensions = 384
 
-    def __init__(self, threads: int = 0, **_options: object) -> None:
+    def __init__(self, threads: int = 0, spinning: bool = False, **_options: object) -> None:
         # 0: one intra-op thread per core this process may run on (its CPU affinity, so a worker pinned
         # with taskset or a cgroup cpuset gets as many threads as it has cores, not the machine's count).
         self._threads = threads or usable_cores()
+        self._spinning = spinning
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -58,8 +59,9 @@ class MiniLMOnnxEmbedder(Embedder):
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1  # the graph runs sequentially; parallelism is inside each op
         # Idle ONNX threads spin by default and slow down whatever the worker does next.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        spin = "1" if self._spinning else "0"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        options.add_session_config_entry("session.inter_op.allow_spinning", spin)
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name, not a secret

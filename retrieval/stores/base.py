@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,18 @@ class VectorRecord:
 class VectorHit:
     chunk_id: str
     score: float
+
+
+@dataclass(frozen=True)
+class HybridHits:
+    """Both retrievers' rankings for one query, and every candidate of either scored by both."""
+
+    by_vector: list[VectorHit]
+    by_keyword: list[VectorHit]
+    #: chunk id -> cosine, for candidates of either list with a vector of the model (passing the floor)
+    vector_scores: dict[str, float]
+    #: chunk id -> normalised BM25, for candidates of either list that match a term (passing the floor)
+    keyword_scores: dict[str, float]
 
 
 def validate_filters(filters: Filters | None) -> dict[str, list[Any]]:
@@ -119,6 +131,43 @@ class VectorStore(ABC):
     ) -> list[VectorHit]:
         """Chunks ranked by BM25 (with the workspace's k1 and b) for the query terms, best first, scores
         normalised to [0, 1] by the best score the query could reach (see retrieval.keyword.max_score)."""
+
+    def hybrid_search(
+        self,
+        *,
+        workspace_id: int,
+        vector: Callable[[], np.ndarray],
+        terms: dict[str, int],
+        top_k: int,
+        model_name: str,
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        k1: float = keyword.K1,
+        b: float = keyword.B,
+    ) -> HybridHits:
+        """Both searches' top_k, then each one's candidates scored by the other retriever (so a hit's
+        reported score can be the stronger of the two). `vector` returns the query's embedding, waiting
+        for it if need be: the keyword search runs first, while the query is being embedded. A store may
+        do this in fewer round trips; the answer must be this one's."""
+        common = {"workspace_id": workspace_id, "min_score": min_score, "filters": filters}
+        by_keyword = self.keyword_search(terms=terms, top_k=top_k, k1=k1, b=b, **common)
+        query = vector()
+        by_vector = self.search(vector=query, top_k=top_k, model_name=model_name, **common)
+        vector_scores = {h.chunk_id: h.score for h in by_vector}
+        keyword_scores = {h.chunk_id: h.score for h in by_keyword}
+        missing = [c for c in keyword_scores if c not in vector_scores]
+        if missing:
+            rescored = self.search(
+                vector=query, top_k=len(missing), model_name=model_name, chunk_ids=missing, **common
+            )
+            vector_scores.update({h.chunk_id: h.score for h in rescored})
+        missing = [c for c in vector_scores if c not in keyword_scores]
+        if missing and terms:
+            rescored = self.keyword_search(
+                terms=terms, top_k=len(missing), chunk_ids=missing, k1=k1, b=b, **common
+            )
+            keyword_scores.update({h.chunk_id: h.score for h in rescored})
+        return HybridHits(by_vector, by_keyword, vector_scores, keyword_scores)
 
     @abstractmethod
     def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None:

@@ -3,45 +3,39 @@
 Vectors live in the chunk table's `embedding` column (pgvector, HNSW); keyword postings in
 `retrieval_keywordposting`, with per-workspace counts in `retrieval_keywordstats`. Filters, the score
 floor and the workspace condition are all part of the SQL, so `LIMIT` applies to rows that qualify.
-Identifiers never come from callers: the metric picks from a fixed table, and filter keys are validated
-and passed as parameters.
+The search statements are composed in pgvector_sql.py, and the writes live in pgvector_writes.py:
+this module is the store, which runs the searches and reads their rows.
 """
 
 from __future__ import annotations
 
-import json
-import struct
 import time
-import uuid
-import weakref
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import psycopg
 from django.db import connection, transaction
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
-from psycopg.types import TypeInfo
 
 from retrieval import keyword
 from retrieval.stores.base import (
     Filters,
+    HybridHits,
     VectorHit,
     VectorRecord,
     VectorStore,
     VectorStoreError,
-    validate_filters,
 )
+from retrieval.stores.pgvector_sql import (
+    METRICS,
+    filter_sql,
+    hybrid_sql,
+    keyword_params,
+    keyword_sql,
+    vector_sql,
+)
+from retrieval.stores.pgvector_writes import delete_postings, write_postings, write_vectors
 from sources.models import EMBEDDING_DIMENSIONS
-
-# metric -> (distance operator, HNSW operator class, SQL turning the distance {d} into a similarity)
-METRICS: dict[str, tuple[str, str, str]] = {
-    "cosine": ("<=>", "vector_cosine_ops", "1 - {d}"),
-    "l2": ("<->", "vector_l2_ops", "1 - {d} * {d} / 2"),  # for unit vectors, |a-b|^2 = 2 - 2 cos
-    "ip": ("<#>", "vector_ip_ops", "-{d}"),  # pgvector returns the negative inner product
-}
-
 
 #: hnsw.ef_search by the number of vectors in the chunk table (the graph is shared by all workspaces, so
 #: its size, not the workspace's, decides how far a search must look). The scale benchmark's recall@10:
@@ -61,63 +55,6 @@ def vector_literal(vector: np.ndarray) -> str:
 
 def ef_search_for(table_rows: float) -> int:
     return next(ef for rows, ef in EF_SEARCH_STEPS if table_rows >= rows)
-
-
-class _VectorBinaryDumper(Dumper):
-    """pgvector's binary input: dimensions and a reserved word (uint16 each), then big-endian float32s."""
-
-    format = Format.BINARY
-
-    def dump(self, obj: np.ndarray) -> bytes:
-        values = np.asarray(obj, dtype=">f4")
-        return struct.pack(">HH", values.shape[0], 0) + values.tobytes()
-
-
-class _BinaryVectorMarker:
-    """Only registers the dumper under the vector type's oid; COPY picks dumpers by oid (set_types)."""
-
-
-#: The vector type's oid differs per database: looked up once per psycopg connection.
-_vector_types: weakref.WeakKeyDictionary[Any, tuple[TypeInfo, type[Dumper]]] = weakref.WeakKeyDictionary()
-
-
-def _enable_binary_vectors(raw_cursor: Any) -> None:
-    """Let this psycopg cursor COPY numpy vectors in binary (cursors copy the connection's adapters
-    when created, so the registration goes on the cursor itself)."""
-    known = _vector_types.get(raw_cursor.connection)
-    if known is None:
-        info = TypeInfo.fetch(raw_cursor.connection, "vector")
-        if info is None:
-            raise VectorStoreError("The vector type is missing: is the pgvector extension installed?")
-        known = (info, type("VectorDumper", (_VectorBinaryDumper,), {"oid": info.oid}))
-        _vector_types[raw_cursor.connection] = known
-    info, dumper = known
-    info.register(raw_cursor)
-    raw_cursor.adapters.register_dumper(_BinaryVectorMarker, dumper)
-
-
-def filter_sql(filters: Filters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:
-    """SQL for metadata filters on `{alias}.metadata`, with the semantics of base.matches_filters.
-
-    Each accepted value is two containments: `{"key": v}` (the field is v) or `{"key": [v]}` (the field
-    is a list holding v). Both are served by the chunk table's GIN index (jsonb_path_ops), so a filter
-    that few chunks pass (a small agent, a rare audience) is a bitmap scan of those chunks rather than
-    an HNSW walk that must skip nearly everything. Returns a condition to append (starting with AND, or
-    empty) and its named parameters.
-    """
-    clauses: list[str] = []
-    params: dict[str, Any] = {}
-    for key, values in validate_filters(filters).items():
-        if not values:
-            clauses.append("FALSE")  # an empty list matches nothing
-            continue
-        options = []
-        for value in values:
-            v, a = f"fv{len(params)}", f"fa{len(params)}"
-            params[v], params[a] = json.dumps({key: value}), json.dumps({key: [value]})
-            options.append(f"{alias}.metadata @> %({v})s::jsonb OR {alias}.metadata @> %({a})s::jsonb")
-        clauses.append("(" + " OR ".join(options) + ")")
-    return (" AND " + " AND ".join(clauses)) if clauses else "", params
 
 
 class PgVectorStore(VectorStore):
@@ -148,94 +85,26 @@ class PgVectorStore(VectorStore):
             )
         with transaction.atomic(), connection.cursor() as cursor:
             # Only chunks of this workspace get vectors and postings, whatever ids a caller passes.
-            owned, reindexed = self._write_vectors(cursor, workspace_id, records, model_name)
+            owned, reindexed = write_vectors(
+                cursor, workspace_id=workspace_id, records=records, model_name=model_name
+            )
             # Postings exist only beside a vector (written and removed together), so chunks that had
             # none, which is every chunk ingestion writes, have no postings to replace.
             if reindexed:
-                self._delete_postings(cursor, workspace_id, reindexed)
-            rows = [
-                (workspace_id, r.chunk_id, term, tf, sum(r.terms.values()))
-                for r in records
-                if r.chunk_id in owned
-                for term, tf in r.terms.items()
-            ]
-            with cursor.cursor.copy(
-                "COPY retrieval_keywordposting (workspace_id, chunk_id, term, tf, length) FROM STDIN"
-            ) as copy:
-                for row in rows:
-                    copy.write_row(row)
-            indexed = [r for r in records if r.chunk_id in owned and r.terms]
-            self._add_stats(cursor, workspace_id, len(indexed), sum(sum(r.terms.values()) for r in indexed))
-
-    @staticmethod
-    def _write_vectors(
-        cursor: Any, workspace_id: int, records: list[VectorRecord], model_name: str
-    ) -> tuple[set[str], list[str]]:
-        """Vectors go by binary COPY into a temporary table, then one UPDATE joins it: formatting them as
-        text took ~13 % of a bulk upsert (0.2 s per 1,000 vectors against 0.01 s in binary). Returns
-        the ids of the chunks written (those of this workspace), and those of them that already had
-        a vector."""
-        raw = cursor.cursor
-        _enable_binary_vectors(raw)
-        cursor.execute(
-            "CREATE TEMPORARY TABLE IF NOT EXISTS grounded_vector_batch (id uuid, e vector)"
-            " ON COMMIT DELETE ROWS"
-        )
-        with raw.copy("COPY grounded_vector_batch (id, e) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["uuid", "vector"])
-            for record in records:
-                copy.write_row((uuid.UUID(str(record.chunk_id)), record.vector))
-        # The id list tells the planner how few rows change (it has no statistics on the temporary
-        # table and otherwise joins it to the whole chunk table).
-        # `before` reads the rows as they were when the statement started, the UPDATE changes them.
-        cursor.execute(
-            "WITH before AS (SELECT c.id, c.embedding IS NOT NULL AS indexed FROM sources_chunk c"
-            "  WHERE c.id = ANY(%(ids)s::uuid[]) AND c.workspace_id = %(workspace)s),"
-            " written AS (UPDATE sources_chunk AS c SET embedding = v.e, embedding_model = %(model)s"
-            "  FROM grounded_vector_batch AS v WHERE c.id = v.id AND c.id = ANY(%(ids)s::uuid[])"
-            "  AND c.workspace_id = %(workspace)s RETURNING c.id)"
-            " SELECT w.id::text, b.indexed FROM written w JOIN before b ON b.id = w.id",
-            {"ids": [r.chunk_id for r in records], "workspace": workspace_id, "model": model_name},
-        )
-        written = cursor.fetchall()
-        # Emptied at commit too, but an outer transaction may call upsert again before it commits.
-        cursor.execute("DELETE FROM grounded_vector_batch")
-        return {cid for cid, _ in written}, [cid for cid, indexed in written if indexed]
+                delete_postings(cursor, workspace_id=workspace_id, chunk_ids=reindexed)
+            write_postings(
+                cursor, workspace_id=workspace_id, records=[r for r in records if r.chunk_id in owned]
+            )
 
     def delete(self, *, workspace_id: int, chunk_ids: list[str]) -> None:
         if not chunk_ids:
             return
         with transaction.atomic(), connection.cursor() as cursor:
-            self._delete_postings(cursor, workspace_id, chunk_ids)
+            delete_postings(cursor, workspace_id=workspace_id, chunk_ids=chunk_ids)
             cursor.execute(
                 "UPDATE sources_chunk SET embedding = NULL WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
                 [workspace_id, chunk_ids],
             )
-
-    def _delete_postings(self, cursor: Any, workspace_id: int, chunk_ids: Iterable[str]) -> None:
-        # Served by the (chunk, workspace) index whatever the statistics say (see retrieval 0002).
-        cursor.execute(
-            "WITH gone AS (DELETE FROM retrieval_keywordposting WHERE chunk_id = ANY(%s::uuid[])"
-            " AND workspace_id = %s RETURNING chunk_id, length)"
-            " SELECT count(DISTINCT chunk_id), coalesce(sum(length), 0) FROM"
-            " (SELECT DISTINCT chunk_id, length FROM gone) AS per_chunk",
-            [list(chunk_ids), workspace_id],
-        )
-        removed, removed_length = cursor.fetchone()
-        if removed:
-            self._add_stats(cursor, workspace_id, -removed, -removed_length)
-
-    @staticmethod
-    def _add_stats(cursor: Any, workspace_id: int, chunks: int, length: int) -> None:
-        if not chunks:
-            return
-        cursor.execute(
-            "INSERT INTO retrieval_keywordstats (workspace_id, chunk_count, total_length) VALUES (%s, %s, %s)"
-            " ON CONFLICT (workspace_id) DO UPDATE SET"
-            " chunk_count = retrieval_keywordstats.chunk_count + EXCLUDED.chunk_count,"
-            " total_length = retrieval_keywordstats.total_length + EXCLUDED.total_length",
-            [workspace_id, chunks, length],
-        )
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -250,24 +119,9 @@ class PgVectorStore(VectorStore):
         filters: Filters | None = None,
         chunk_ids: list[str] | None = None,
     ) -> list[VectorHit]:
-        operator, _opclass, similarity = METRICS[self.metric]
-        score_sql = similarity.format(d=f"(c.embedding {operator} %(vector)s::vector)")
         where, filter_params = filter_sql(filters)
-        floor = f" AND {score_sql} >= %(floor)s" if min_score is not None else ""
-        # Scoring a few given chunks must not go through the HNSW index: an index scan filtered down to
-        # a handful of ids walks most of the graph (550 ms at 100k chunks). Without ORDER BY on the
-        # distance the planner reads them by primary key; they are ranked here instead.
-        order = (
-            ""
-            if chunk_ids is not None
-            else f" ORDER BY c.embedding {operator} %(vector)s::vector LIMIT %(limit)s"
-        )
-        if chunk_ids is not None:
-            where += " AND c.id = ANY(%(ids)s::uuid[])"
-        sql = (
-            f"SELECT c.id::text, {score_sql} FROM sources_chunk c"
-            " WHERE c.workspace_id = %(workspace)s AND c.embedding IS NOT NULL"
-            f" AND c.embedding_model = %(model)s{floor}{where}{order}"
+        sql = vector_sql(
+            self.metric, with_floor=min_score is not None, where=where, given_ids=chunk_ids is not None
         )
         params: dict[str, Any] = {
             "vector": vector_literal(vector),
@@ -284,6 +138,7 @@ class PgVectorStore(VectorStore):
                 rows = cursor.fetchall()
             else:
                 rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+        # Given chunks come back unordered (vector_sql says why): ranked here.
         hits = [VectorHit(chunk_id=cid, score=float(score)) for cid, score in rows]
         if chunk_ids is not None:
             hits = sorted(hits, key=lambda h: (-h.score, h.chunk_id))[:top_k]
@@ -327,19 +182,13 @@ class PgVectorStore(VectorStore):
         if not terms or chunk_ids == []:
             return []
         where, filter_params = filter_sql(filters)
-        params = {
-            "k1": float(k1),
-            "b": float(b),
-            "terms": list(terms),
-            "counts": list(terms.values()),
-            "workspace": workspace_id,
-            "floor": float(min_score or 0.0),
-            "ids": chunk_ids,
-            **filter_params,
-        }
+        params = keyword_params(
+            workspace_id=workspace_id, terms=terms, min_score=min_score, k1=k1, b=b, chunk_ids=chunk_ids
+        )
+        params.update(filter_params)
         with connection.cursor() as cursor:
             if not where:
-                cursor.execute(self._keyword_sql(chunk_ids=chunk_ids), {**params, "limit": top_k})
+                cursor.execute(keyword_sql(chunk_ids=chunk_ids), {**params, "limit": top_k})
                 rows = cursor.fetchall()
             else:
                 # Filters (the agent, the audiences) usually pass most chunks. Rank without them first
@@ -347,7 +196,7 @@ class PgVectorStore(VectorStore):
                 # candidates. Joining every posting row to its chunk for the filter is what made a
                 # filtered keyword search ~30x slower at 100k chunks; only the candidates are joined.
                 candidates = max(top_k * 10, 200)
-                sql = self._keyword_sql(chunk_ids=chunk_ids, passing=where)
+                sql = keyword_sql(chunk_ids=chunk_ids, passing=where)
                 cursor.execute(sql, {**params, "limit": candidates})
                 ranked = cursor.fetchall()
                 rows = [(cid, score) for cid, score, passes in ranked if passes][:top_k]
@@ -380,53 +229,75 @@ class PgVectorStore(VectorStore):
                 allowed = [cid for cid in allowed if cid in given]
             if not allowed:
                 return []
-            cursor.execute(self._keyword_sql(chunk_ids=allowed), {**params, "ids": allowed, "limit": top_k})
+            cursor.execute(keyword_sql(chunk_ids=allowed), {**params, "ids": allowed, "limit": top_k})
         else:
-            sql = self._keyword_sql(chunk_ids=chunk_ids, join_filter=where)
+            sql = keyword_sql(chunk_ids=chunk_ids, join_filter=where)
             cursor.execute(sql, {**params, "limit": top_k})
         return cursor.fetchall()
 
-    @staticmethod
-    def _keyword_sql(*, chunk_ids: list[str] | None, passing: str = "", join_filter: str = "") -> str:
-        """BM25 in one statement: sum over query terms of idf * qtf * tf*(k1+1) / (tf + k1*(1-b+b*len/avg)),
-        divided by the best score the query could reach so it lands in [0, 1] (keyword.max_score). idf is
-        keyword.idf over the workspace's statistics, computed here rather than in Python: reading the
-        statistics and document frequencies first cost two more round trips per search.
-
-        `passing`: a filter condition on `c`; every ranked candidate comes back with whether it passes.
-        `join_filter`: the filter joined to every posting instead (for filters that pass many chunks
-        beyond FILTERED_IDS_CAP). k1 and b are the workspace's, bound as parameters."""
-        k1, b = "%(k1)s::float8", "%(b)s::float8"
-        join = " JOIN sources_chunk c ON c.id = p.chunk_id" if join_filter else ""
-        conditions = join_filter
-        if chunk_ids is not None:
-            conditions += " AND p.chunk_id = ANY(%(ids)s::uuid[])"
-        ranking = (
-            "WITH stats AS (SELECT chunk_count::float8 AS n, total_length::float8 / chunk_count AS avg_length"
-            "  FROM retrieval_keywordstats WHERE workspace_id = %(workspace)s AND chunk_count > 0),"
-            # The query terms' postings, read once (an index-only scan) for both their counts and the scores.
-            " postings AS MATERIALIZED (SELECT term, chunk_id, tf, length FROM retrieval_keywordposting"
-            "  WHERE workspace_id = %(workspace)s AND term = ANY(%(terms)s::text[])),"
-            " df AS (SELECT term, count(*)::float8 AS n FROM postings GROUP BY term),"
-            " q AS (SELECT t.term,"
-            "  t.qtf * ln(1 + (s.n - coalesce(df.n, 0) + 0.5) / (coalesce(df.n, 0) + 0.5)) AS w"
-            "  FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS t(term, qtf) CROSS JOIN stats s"
-            "  LEFT JOIN df ON df.term = t.term),"
-            " scored AS ("
-            f"  SELECT p.chunk_id, sum(q.w * p.tf * ({k1} + 1)"
-            f"   / (p.tf + {k1} * (1 - {b} + {b} * p.length / (SELECT avg_length FROM stats))))"
-            f"   / (SELECT nullif(sum(w) * ({k1} + 1), 0) FROM q) AS score"
-            f"  FROM postings p JOIN q ON q.term = p.term{join}"
-            f"  WHERE TRUE{conditions} GROUP BY p.chunk_id),"
-            " ranked AS (SELECT chunk_id, score FROM scored WHERE score >= %(floor)s"
-            "  ORDER BY score DESC, chunk_id LIMIT %(limit)s)"
+    def hybrid_search(
+        self,
+        *,
+        workspace_id: int,
+        vector: Callable[[], np.ndarray],
+        terms: dict[str, int],
+        top_k: int,
+        model_name: str,
+        min_score: float | None = None,
+        filters: Filters | None = None,
+        k1: float = keyword.K1,
+        b: float = keyword.B,
+    ) -> HybridHits:
+        """Two statements instead of four, with the base class's answer. The BM25 ranking (while the query
+        is embedded) also returns the query terms' weights; then one statement finds the vector top_k,
+        the cosine of the keyword candidates, and the BM25 of the vector candidates from those weights
+        and only their own postings (the chunk index) rather than every posting of the terms again.
+        Filtered searches, whose keyword ranking has its own fallbacks, take the base class's path."""
+        if filters or not terms:
+            return super().hybrid_search(
+                workspace_id=workspace_id, vector=vector, terms=terms, top_k=top_k, model_name=model_name,
+                min_score=min_score, filters=filters, k1=k1, b=b,
+            )  # fmt: skip
+        params = keyword_params(
+            workspace_id=workspace_id, terms=terms, min_score=min_score, k1=k1, b=b, chunk_ids=None
         )
-        if not passing:
-            return ranking + " SELECT chunk_id::text, score FROM ranked ORDER BY score DESC, chunk_id"
-        return (
-            ranking + " SELECT r.chunk_id::text, r.score, c.id IS NOT NULL FROM ranked r"
-            f" LEFT JOIN sources_chunk c ON c.id = r.chunk_id{passing} ORDER BY r.score DESC, r.chunk_id"
+        params["limit"] = top_k
+        with connection.cursor() as cursor:
+            cursor.execute(keyword_sql(chunk_ids=None, weights=True), params)
+            parts = cursor.fetchall()
+            by_keyword = [
+                VectorHit(cid, min(1.0, float(score))) for part, cid, score, _t in parts if part == 0
+            ]
+            weights = [(term, w) for part, _cid, w, term in parts if part == 1]
+            constants = {part: value for part, _cid, value, _t in parts if part in (2, 3)}
+            params.update(
+                vector=vector_literal(vector()),
+                model=model_name,
+                kw_ids=[h.chunk_id for h in by_keyword],
+                wterms=[term for term, _w in weights],
+                ws=[w for _term, w in weights],
+                avg=constants.get(2),
+                norm=constants.get(3),
+            )
+            sql = hybrid_sql(self.metric, with_floor=min_score is not None)
+            rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+        by_vector = [VectorHit(cid, float(score)) for part, cid, score in rows if part == 0]
+        vector_scores = {h.chunk_id: h.score for h in by_vector}
+        keyword_scores = {h.chunk_id: h.score for h in by_keyword}
+        # As the base class: keyword candidates get their cosine, then vector candidates their BM25.
+        rescored_vector = {cid: float(score) for part, cid, score in rows if part == 1}
+        vector_scores.update(
+            {c: rescored_vector[c] for c in keyword_scores if c not in vector_scores and c in rescored_vector}
         )
+        rescored_keyword = {cid: min(1.0, float(score)) for part, cid, score in rows if part == 2}
+        keyword_scores.update(
+            {
+                c: rescored_keyword[c]
+                for c in vector_scores
+                if c not in keyword_scores and c in rescored_keyword
+            }
+        )
+        return HybridHits(by_vector, by_keyword, vector_scores, keyword_scores)
 
     def current_ef_search(self) -> int:
         with connection.cursor() as cursor:

@@ -1,13 +1,18 @@
 """End-to-end crawl + index beside the raw embedder on the same chunks, in the same run.
 
 A site is served on 127.0.0.1 with a sitemap; a sitemap source is created and real Celery worker processes
-(the layout below) crawl, extract, chunk, embed and store it until the source is done. Then the same chunks'
-embedding inputs are embedded again in this process by a fresh instance of the same embedder, alone (twice;
-the faster run counts): the physical limit. `ratio_to_raw_embedder` = end-to-end chunks/s ÷ raw chunks/s
+(the layout below) crawl, extract, chunk, embed and store it until the source is done. The same chunks'
+embedding inputs are embedded in this process by a fresh instance of the same embedder (same threads and
+spinning as the index worker's), alone: once before the crawl (on inputs made from the site's files with the
+same extraction and chunking, counted only when they equal the crawl's) and twice after it; the fastest run
+counts: the physical limit. `ratio_to_raw_embedder` = end-to-end chunks/s ÷ raw chunks/s
 (the goal of issue #16: ≥ 0.9).
 
 Where the time goes comes from the workers' own log lines ("crawl timings", "index timings": fetch, extract,
-browser, chunk, embed, store) and Celery's task run times; Chromium launches are counted from them too.
+browser, chunk, embed, store) and Celery's task run times; Chromium launches are counted from them too, and
+so are the fixed costs around the embedder (the wait before its first batch, the time after its last).
+CPU seconds of each worker's process tree (Chromium included), of this process (the site's server) and of
+the PostgreSQL server (shared with other sessions) say what the crawl takes from the embedder.
 
 Sites: the shared Flask docs (77 pages) and a generated site of realistic pages
 (tests/bench/generated_site.py, GROUNDED_BENCH_SITE_PAGES, default 120). On the generated site the same crawl
@@ -24,22 +29,27 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from ingestion import lifecycle
+from ingestion.chunk_settings import default_chunking
+from ingestion.crawl.extract import DroppedPage, extract_page
 from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embedding_input
 from sources.models import Chunk, Source
 from tests.bench.generated_site import generate
+from tests.bench.proc_cpu import cpu_seconds, postmaster
 from tests.factories import ROOT
 from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
@@ -58,8 +68,9 @@ _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]
 
 
 @contextmanager
-def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list[Path]]:
-    """A crawl worker and an index worker, real processes on the test database and Redis."""
+def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[tuple[list[Path], list[int]]]:
+    """A crawl worker and an index worker, real processes on the test database and Redis: their logs and
+    process ids (crawl worker first)."""
     import redis
 
     from config.celery import app
@@ -74,6 +85,9 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list
         "GROUNDED_TEST_RUN": settings.TEST_RUN_ID,
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         "PYTHONUNBUFFERED": "1",
+        # As docker-compose.yml's workers (make run's keep theirs in a pool): a worker process keeps its
+        # database connection between tasks instead of opening one (a PostgreSQL backend) per task.
+        "DATABASE_CONN_MAX_AGE": os.environ.get("GROUNDED_BENCH_CONN_MAX_AGE", "60"),
         **(extra_env or {}),
     }
     processes, logs = [], []
@@ -113,7 +127,7 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list
         while len(app.control.ping(timeout=0.5)) < 2:
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                 raise RuntimeError(f"bench workers did not start; see {logs}")
-        yield logs
+        yield logs, [process.pid for process in processes]
     finally:
         for process in processes:
             process.terminate()
@@ -124,23 +138,31 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[list
                 process.kill()
 
 
-def _message(line: str) -> str:
-    """A log line's message: workers log JSON lines (config/logging.py), whose message is the `event`."""
+def _message(line: str) -> tuple[str, float | None]:
+    """A log line's message and time: workers log JSON lines (config/logging.py), whose message is the
+    `event`, with an ISO `timestamp`."""
     if line.startswith("{"):
         try:
-            return str(json.loads(line).get("event", line))
+            record = json.loads(line)
         except ValueError:
-            return line
-    return line
+            return line, None
+        stamp = record.get("timestamp")
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+        return str(record.get("event", line)), when
+    return line, None
 
 
-def _where_time_goes(logs: list[Path]) -> dict:
+def _where_time_goes(logs: list[Path], started_at: float, finished_at: float) -> dict:
+    """Stage seconds summed over the workers' log lines, and the fixed costs around the embedder: how long
+    after the source's creation the first embedding began, and how long after the last one ended (its
+    store, then the source's status) the source was done."""
     stages: dict[str, float] = {}
     counts = {"pages_timed": 0, "index_jobs": 0, "browser_launches": 0}
     tasks: dict[str, list[float]] = {}
+    embeds: list[tuple[float, float]] = []  # (start, end) of each index job's embedding
     for log_path in logs:
-        for line in log_path.read_text(errors="replace").splitlines():
-            line = _message(line)
+        for raw_line in log_path.read_text(errors="replace").splitlines():
+            line, when = _message(raw_line)
             if found := _TIMING.search(line):
                 kind, values = found.group(1), json.loads(found.group(2))
                 if kind == "crawl":
@@ -152,6 +174,9 @@ def _where_time_goes(logs: list[Path]) -> dict:
                     counts["index_jobs"] += 1
                     for key in ("chunk_s", "embed_s", "store_s"):
                         stages[key] = stages.get(key, 0.0) + values[key]
+                    if when is not None:
+                        end = when - values["store_s"]
+                        embeds.append((end - values["embed_s"], end))
             elif found := _TASK.search(line):
                 tasks.setdefault(found.group(1), []).append(float(found.group(2)))
     return {
@@ -166,12 +191,30 @@ def _where_time_goes(logs: list[Path]) -> dict:
         },
         "task_seconds": {name: round(sum(times), 2) for name, times in sorted(tasks.items())},
         "task_runs": {name: len(times) for name, times in sorted(tasks.items())},
+        # Seconds during which some process was embedding: index jobs of a small source also run in the
+        # crawl processes (the interactive lane), side by side, so their embed seconds can overlap.
+        "embedding_wall_s": round(_union(embeds), 2),
+        "first_embedding_after_s": round(min(e[0] for e in embeds) - started_at, 2) if embeds else None,
+        "done_after_last_embedding_s": round(finished_at - max(e[1] for e in embeds), 2) if embeds else None,
     }
 
 
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, str] | None = None) -> dict:
-    with _workers(tag, extra_env) as logs:
-        started = time.perf_counter()
+    with _workers(tag, extra_env) as (logs, pids):
+        database = postmaster()
+        pids = [*pids, database] if database else pids
+        cpu_before = [cpu_seconds(pid) for pid in pids]
+        own_before = resource.getrusage(resource.RUSAGE_SELF)
+        started_at, started = time.time(), time.perf_counter()
         source = lifecycle.source_create(
             workspace=workspace, agent_id=agent.id, kind="sitemap", title=tag, payload={"url": sitemap_url}
         )
@@ -181,9 +224,19 @@ def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, st
             if row["status"] in ("done", "failed") or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        seconds = time.perf_counter() - started
+        seconds, finished_at = time.perf_counter() - started, time.time()
+        cpu = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+        own = resource.getrusage(resource.RUSAGE_SELF)
         time.sleep(1.0)  # the last log lines
-        where = _where_time_goes(logs)
+        where = _where_time_goes(logs, started_at, finished_at)
+    # CPU seconds over the wall time (2 cores give at most 2 x wall): what each part took from the machine.
+    where["cpu_seconds"] = {
+        "crawl_worker": round(cpu[0], 2),
+        "index_worker": round(cpu[1], 2),
+        "bench_process": round(own.ru_utime + own.ru_stime - own_before.ru_utime - own_before.ru_stime, 2),
+        # The whole server: other sessions' tests on a shared machine count here too.
+        "postgres_server": round(cpu[2], 2) if len(cpu) > 2 else None,
+    }
     chunks = list(
         Chunk.unscoped.filter(source_id=source.id)
         .select_related("document")
@@ -205,38 +258,70 @@ def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, st
 
 def _raw_embedder(inputs: list[str]) -> dict:
     """The same texts through a fresh instance of the same embedder, nothing else running: the limit."""
-    embedder = MiniLMOnnxEmbedder()
+    # The index worker's thread setting (EMBEDDER_THREADS; 0 = the cores), so both sides run the same session.
+    options = settings.EMBEDDERS["default"]["OPTIONS"]
+    embedder = MiniLMOnnxEmbedder(threads=options["threads"], spinning=options["spinning"])
     embedder.embed_documents(inputs[:8])  # load the model outside the timing, as a worker has
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     embedder.embed_documents(inputs)
-    seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 2), "chunks_per_s": round(len(inputs) / seconds, 2)}
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    # CPU seconds beside the wall time: how much of the 2 cores the embedder alone keeps busy.
+    return {
+        "seconds": round(seconds, 2),
+        "chunks_per_s": round(len(inputs) / seconds, 2),
+        "cpu_s": round(cpu, 2),
+    }
 
 
-def _report(site: str, runs: dict[str, dict]) -> dict:
-    """The raw embedder runs twice, right after the crawls and once more after that, and the faster run is
-    the baseline: on a shared machine a load spike during one run would otherwise flatter the ratio."""
+def _site_inputs(pages: dict[str, Path]) -> list[str]:
+    """The embedding inputs a crawl of these pages (url -> file) should give, made in this process with the
+    same extraction and chunking, so the raw embedder can also run before the crawl. Checked against the
+    crawl's own chunks afterwards."""
+    inputs = []
+    for url, path in pages.items():
+        try:
+            page = extract_page(path.read_bytes(), url)
+        except DroppedPage:
+            continue
+        for piece in default_chunking({}).chunks(page.text):
+            inputs.append(embedding_input(piece.text, (page.title or url)[:500]))
+    return inputs
+
+
+def _report(site: str, runs: dict[str, dict], raw_before: dict | None = None) -> dict:
+    """The raw embedder runs before the crawls (on the inputs made from the site's files, when they are the
+    crawl's) and twice after them; the fastest run is the baseline: on a shared machine a load spike during
+    one run would otherwise flatter the ratio."""
     inputs = runs["batched"].pop("_inputs")
     raw_runs = [_raw_embedder(inputs), _raw_embedder(inputs)]
+    if raw_before is not None:
+        matched = sorted(raw_before.pop("_inputs")) == sorted(inputs)
+        raw_before["inputs_match_the_crawl"] = matched
+        if matched:
+            raw_runs.insert(0, raw_before)
     raw = max(raw_runs, key=lambda run: run["chunks_per_s"])
     for run in runs.values():
         run.pop("_inputs", None)
         run["ratio_to_raw_embedder"] = round(run["chunks_per_s"] / raw["chunks_per_s"], 3)
         # The ratio is the product of two factors; the first is measured inside the run itself, so a load
         # spike between the crawl and the raw runs (other people's work on a shared machine) leaves it alone:
-        # how much of the wall time the index worker spent embedding, and how fast it embedded meanwhile
+        # how much of the wall time some worker was embedding, and how fast it embedded meanwhile
         # compared with the raw runs.
-        embed_s = run["where_time_goes"]["seconds"]["embed"]
+        embed_s = run["where_time_goes"]["embedding_wall_s"]
         run["embedder_busy_fraction"] = round(embed_s / run["seconds"], 3)
         run["in_pipeline_embed_rate_to_raw"] = round(run["chunks"] / embed_s / raw["chunks_per_s"], 3)
     result = {
         "benchmark": "crawl_index_end_to_end",
         "site": site,
         "layout": f"crawl worker x{CRAWL_CONCURRENCY} (nice {CRAWL_NICE}), index worker x1 (threads = cores)",
+        "embedder": {
+            k: v for k, v in settings.EMBEDDERS["default"]["OPTIONS"].items() if k in ("threads", "spinning")
+        },
         "cores": os.cpu_count(),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "raw_embedder": raw,
         "raw_embedder_runs_chunks_per_s": [run["chunks_per_s"] for run in raw_runs],
+        "raw_embedder_before_the_crawl": raw_before,
         **runs,
     }
     print(json.dumps(result))
@@ -256,8 +341,10 @@ def test_flask_docs_crawl_and_index_beside_the_raw_embedder(workspace, agent):
     with serving(root=FLASK_DOCS) as server:
         server.routes["/sitemap.xml"] = _sitemap([flask_url(server, p) for p in flask_page_paths()])
         server.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", content_type="text/plain")
+        inputs = _site_inputs({flask_url(server, p): FLASK_DOCS / p for p in flask_page_paths()})
+        raw_before = {**_raw_embedder(inputs), "_inputs": inputs}
         batched = _crawl(workspace, agent, server.url("/sitemap.xml"), "flask")
-    result = _report(f"flask-docs ({len(flask_page_paths())} pages)", {"batched": batched})
+    result = _report(f"flask-docs ({len(flask_page_paths())} pages)", {"batched": batched}, raw_before)
     assert result["batched"]["status"] == "done" and result["batched"]["chunks"] > 0
 
 
@@ -266,6 +353,8 @@ def test_generated_site_crawl_and_index_beside_the_raw_embedder_and_one_document
         names = generate(Path(folder), count=SITE_PAGES)
         server.routes["/sitemap.xml"] = _sitemap([server.url(f"/{name}") for name in names])
         server.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", content_type="text/plain")
+        inputs = _site_inputs({server.url(f"/{name}"): Path(folder) / name for name in names})
+        raw_before = {**_raw_embedder(inputs), "_inputs": inputs}
         runs = {"batched": _crawl(workspace, agent, server.url("/sitemap.xml"), "generated")}
         if FULL:
             Source.unscoped.all().delete()
@@ -276,5 +365,5 @@ def test_generated_site_crawl_and_index_beside_the_raw_embedder_and_one_document
                 "generated-per-document",
                 {"DJANGO_SETTINGS_MODULE": "tests.bench.settings_one_document_per_job"},
             )
-    result = _report(f"generated ({SITE_PAGES} pages)", runs)
+    result = _report(f"generated ({SITE_PAGES} pages)", runs, raw_before)
     assert result["batched"]["status"] == "done" and result["batched"]["chunks"] > 0

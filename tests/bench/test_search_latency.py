@@ -2,11 +2,10 @@
 
 A workspace holds SciFact's abstracts (`../shared/data/scifact`), chunked as ingestion chunks them, with
 real BM25 postings; their vectors come from the synthetic corpus (clustered, unit length), since embedding
-5,183 abstracts would take minutes and a vector's content does not change what a search costs. A gunicorn
-process on 127.0.0.1 (uvicorn workers as `make run` starts it, one worker; GROUNDED_BENCH_SEARCH_SERVER=wsgi
-for gthread) serves the test database, and this
-process asks `GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive
-connection:
+5,183 abstracts would take minutes and a vector's content does not change what a search costs. gunicorn
+processes on 127.0.0.1 (one worker; GROUNDED_BENCH_SEARCH_SERVER picks one or more set-ups, served one after
+another: `asgi`, as `make run` starts it, by default) serve the test database, and this process asks
+`GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive connection:
 
 - per mode (hybrid, keyword, vector), SciFact claims asked for the first time (nothing cached);
 - the same claims asked again (a repeated question);
@@ -14,8 +13,9 @@ connection:
 - beside them, in this process: the raw parts (the query's embedding plus an exact dense search of the
   same vectors in numpy, top 5), the embedding alone, and `search_passages` without HTTP.
 
-One JSON line and a table are printed. The test asserts what the answers are (results, a repeated
-question answered the same), never how fast they came. `make bench` runs it on every abstract
+One JSON line per server and a table are printed. The test asserts what the answers are (results, a
+repeated question answered the same, every server giving exactly the first one's results), never how fast
+they came. `make bench` runs it on every abstract
 (GROUNDED_BENCH_SEARCH_DOCS=all, 5,748 chunks) with 200 claims; the default run is small.
 """
 
@@ -50,14 +50,23 @@ _DOCS = os.environ.get("GROUNDED_BENCH_SEARCH_DOCS", "300")
 DOCS = None if _DOCS == "all" else int(_DOCS)
 QUERIES = int(os.environ.get("GROUNDED_BENCH_SEARCH_QUERIES", "30"))
 MODES = ("hybrid", "keyword", "vector")
-# GROUNDED_BENCH_SEARCH_SERVER: `asgi` is what `make run` and the image serve (uvicorn workers); `wsgi` the
-# threaded server (gthread, 4 threads). Database connections follow the settings either way
-# (DATABASE_CONN_MAX_AGE, DATABASE_POOL_MAX_SIZE), so both can be compared by environment.
-SERVERS = {
-    "asgi": ["config.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"],
-    "wsgi": ["config.wsgi", "--worker-class", "gthread", "--threads", "4"],
+# GROUNDED_BENCH_SEARCH_SERVER: one or more (comma-separated, served one after another on the same data):
+# `asgi` is what `make run` and the image serve (config/asgi.py: uvicorn workers, the chat on Django's ASGI
+# handler, every other view on a fixed thread pool with persistent connections); `asgi-django` Django's ASGI
+# handler for everything with the connection pool (the server before issue #17); `wsgi` the threaded server
+# (gthread, 4 threads); `baseline` serves the checkout at GROUNDED_BENCH_SEARCH_BASELINE (another commit's
+# code, e.g. `git archive <commit> | tar -x -C /tmp/base`) as it serves itself, on the same database.
+# Database connections follow each server's settings and the environment (DATABASE_CONN_MAX_AGE,
+# DATABASE_POOL_MAX_SIZE).
+UVICORN = ["--worker-class", "uvicorn_worker.UvicornWorker"]
+SERVERS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "asgi": (["config.asgi:application", *UVICORN], {}),
+    "asgi-django": (["config.asgi:django_asgi", *UVICORN], {"DATABASE_CONN_MAX_AGE": "0"}),
+    "wsgi": (["config.wsgi", "--worker-class", "gthread", "--threads", "4"], {}),
+    "baseline": (["config.asgi:application", *UVICORN], {}),
 }
-SERVER = os.environ.get("GROUNDED_BENCH_SEARCH_SERVER", "asgi")
+SERVER_NAMES = os.environ.get("GROUNDED_BENCH_SEARCH_SERVER", "asgi").split(",")
+BASELINE = os.environ.get("GROUNDED_BENCH_SEARCH_BASELINE", "")
 TOP_K = 5
 WARMUP = 5
 UPSERT_BATCH = 500
@@ -184,12 +193,22 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def connections_of(server: str, env: dict[str, str]) -> str:
+    """How the server holds database connections, as its settings will decide."""
+    default_age = "60" if server == "asgi" else "0"  # config/asgi.py turns persistent connections on
+    if int(env.get("DATABASE_CONN_MAX_AGE", default_age)):
+        return "persistent"
+    pool = env.get("DATABASE_POOL_MAX_SIZE", "20")
+    return f"pool of {pool} per process" if int(pool) else "one per request"
+
+
 @contextmanager
-def gunicorn(port: int) -> Iterator[subprocess.Popen]:
+def gunicorn(port: int, server: str) -> Iterator[dict[str, str]]:
     """The web server as `make run` starts it (one worker instead of two), on the test database."""
     from django.conf import settings
 
     db = settings.DATABASES["default"]
+    app, overrides = SERVERS[server]
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.test",
@@ -198,14 +217,21 @@ def gunicorn(port: int) -> Iterator[subprocess.Popen]:
         # The bench asks thousands of questions a minute with one key: the API's per-key rate limit is not
         # what it measures (the throttle's own cost, one Redis INCR, is still paid on every request).
         API_RATE_PER_MINUTE="1000000",
+        **overrides,
     )
-    log_path = ROOT / ".local" / f"bench-search-gunicorn-{settings.TEST_RUN_ID}.log"
+    cwd = ROOT
+    if server == "baseline":
+        if not BASELINE or not (Path(BASELINE) / "config" / "asgi.py").exists():
+            pytest.fail("GROUNDED_BENCH_SEARCH_BASELINE must name a checkout to serve as the baseline")
+        cwd = Path(BASELINE).resolve()
+        env["PYTHONPATH"] = str(cwd)  # its own code, not this checkout's
+    log_path = ROOT / ".local" / f"bench-search-gunicorn-{settings.TEST_RUN_ID}-{server}.log"
     log_path.parent.mkdir(exist_ok=True)
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "gunicorn"),
-                *SERVERS[SERVER],
+                *app,
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",
@@ -213,13 +239,13 @@ def gunicorn(port: int) -> Iterator[subprocess.Popen]:
                 "--log-level",
                 "warning",
             ],
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         try:
-            yield process
+            yield env
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -255,14 +281,14 @@ class Client:
         return response.status, response.read(), response.getheader("X-Search-Cache")
 
 
-@pytest.fixture
-def server(scifact) -> Iterator[Client]:
+@contextmanager
+def serving(server: str, api_key: str) -> Iterator[tuple[Client, dict[str, str]]]:
     port = free_port()
-    with gunicorn(port):
+    with gunicorn(port, server) as env:
         deadline = time.monotonic() + 60
         while True:
             try:
-                client = Client(port, scifact.api_key)
+                client = Client(port, api_key)
                 if client.get("/healthz")[0] == 200:
                     break
             except OSError:
@@ -271,26 +297,19 @@ def server(scifact) -> Iterator[Client]:
                 pytest.fail("gunicorn did not answer /healthz within 60 s (see .local/bench-search-*.log)")
             time.sleep(0.2)
         try:
-            yield client
+            yield client, env
         finally:
             client.connection.close()
 
 
-def test_search_api_latency_beside_its_raw_parts(scifact, server):
+def test_search_api_latency_beside_its_raw_parts(scifact):
     from config.backends import embedders
+    from retrieval import cache as search_cache
     from retrieval.services import SearchParams, search_passages
 
     claims = list(dict.fromkeys(q["text"] for q in read_jsonl(SCIFACT / "queries.jsonl")))
     warmup, claims = claims[:WARMUP], claims[WARMUP : WARMUP + QUERIES]
     embedder = embedders["default"]
-
-    def ask(mode: str) -> Callable[[str], dict]:
-        def get(claim: str) -> dict:
-            status, body, cache = server.get("/api/v1/search", {"q": claim, "top_k": TOP_K, "mode": mode})
-            assert status == 200, body[:300]
-            return {**json.loads(body), "cache": cache}
-
-        return get
 
     def raw(claim: str) -> list[int]:
         # einsum, not `@`: BLAS's threads fought the embedder's on two busy cores (a 5,748 x 384 product
@@ -303,17 +322,69 @@ def test_search_api_latency_beside_its_raw_parts(scifact, server):
         params = SearchParams(top_k=TOP_K, mode=mode)
         return lambda claim: search_passages(workspace_id=scifact.workspace.id, query=claim, params=params)
 
-    for claim in warmup:  # loads the embedder and fills connections, here and in the server
+    for claim in warmup:  # loads the embedder and fills connections
         raw(claim)
         for mode in MODES:
-            ask(mode)(claim)
             in_process(mode)(claim)
-    figures: dict[str, Any] = {}
-    _, figures["raw_parts"] = timed(raw, claims)
-    _, figures["embedding_alone"] = timed(embedder.embed_query, claims)
-    _, figures["http_floor_healthz"] = timed(lambda _claim: server.get("/healthz"), claims)
+    shared: dict[str, Any] = {}
+    _, shared["raw_parts"] = timed(raw, claims)
+    _, shared["embedding_alone"] = timed(embedder.embed_query, claims)
     for mode in MODES:
-        _, figures[f"in_process_{mode}"] = timed(in_process(mode), claims)
+        _, shared[f"in_process_{mode}"] = timed(in_process(mode), claims)
+    raw_p50, raw_p95 = shared["raw_parts"]["p50_ms"], shared["raw_parts"]["p95_ms"]
+
+    answers: dict[str, list] = {}  # mode -> the first server's results, which every other must repeat
+    runs = []
+    for server_name in SERVER_NAMES:
+        # Answers cached while serving the previous server must not answer this one's first asks.
+        search_cache.invalidate_searches(workspace_id=scifact.workspace.id)
+        with serving(server_name, scifact.api_key) as (client, env):
+            figures = measure_server(client, warmup, claims, answers)
+        for mode in MODES:
+            api = figures[f"api_{mode}"]
+            api["x_raw_p50"] = round(api["p50_ms"] / raw_p50, 2)
+            api["x_raw_p95"] = round(api["p95_ms"] / raw_p95, 2)
+        runs.append((server_name, connections_of(server_name, env), figures))
+
+    for server_name, db_connections, figures in runs:
+        print(
+            "\nsearch-latency "
+            + json.dumps(
+                {
+                    "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "documents": scifact.documents,
+                    "chunks": scifact.chunks,
+                    "top_k": TOP_K,
+                    "load_average_1m": round(os.getloadavg()[0], 2),
+                    "server": server_name,
+                    "db_connections": db_connections,
+                    **shared,
+                    **figures,
+                }
+            )
+        )
+    print(f"\n{'':28} {'p50 ms':>8} {'p95 ms':>8}  ({scifact.chunks} chunks, {len(claims)} claims)")
+    print_rows(shared)
+    for server_name, db_connections, figures in runs:
+        print(f"-- {server_name} ({db_connections})")
+        print_rows(figures)
+
+
+def measure_server(client: Client, warmup: list[str], claims: list[str], answers: dict[str, list]) -> dict:
+    def ask(mode: str) -> Callable[[str], dict]:
+        def get(claim: str) -> dict:
+            status, body, cache = client.get("/api/v1/search", {"q": claim, "top_k": TOP_K, "mode": mode})
+            assert status == 200, body[:300]
+            return {**json.loads(body), "cache": cache}
+
+        return get
+
+    for claim in warmup:  # loads the embedder and fills connections in the server
+        for mode in MODES:
+            ask(mode)(claim)
+    figures: dict[str, Any] = {}
+    _, figures["http_floor_healthz"] = timed(lambda _claim: client.get("/healthz"), claims)
+    for mode in MODES:
         first, figures[f"api_{mode}"] = timed(ask(mode), claims)
         again, figures[f"api_{mode}_repeated"] = timed(ask(mode), claims)
         answered = sum(bool(body["results"]) for body in first)
@@ -322,32 +393,13 @@ def test_search_api_latency_beside_its_raw_parts(scifact, server):
         assert [body["results"] for body in again] == [body["results"] for body in first]
         figures[f"api_{mode}_repeated"]["cache_hits"] = sum(body["cache"] == "hit" for body in again)
         assert not any(body["cache"] == "hit" for body in first)
+        # Every server (another layout, or another commit's code) gives exactly the same results.
+        results = [body["results"] for body in first]
+        assert results == answers.setdefault(mode, results), f"{mode}: results differ from the first server's"
+    return figures
 
-    raw_p50, raw_p95 = figures["raw_parts"]["p50_ms"], figures["raw_parts"]["p95_ms"]
-    for mode in MODES:
-        api = figures[f"api_{mode}"]
-        api["x_raw_p50"] = round(api["p50_ms"] / raw_p50, 2)
-        api["x_raw_p95"] = round(api["p95_ms"] / raw_p95, 2)
-    print(
-        "\nsearch-latency "
-        + json.dumps(
-            {
-                "at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "documents": scifact.documents,
-                "chunks": scifact.chunks,
-                "top_k": TOP_K,
-                "load_average_1m": round(os.getloadavg()[0], 2),
-                "server": SERVER,
-                "db_connections": "persistent"
-                if int(os.environ.get("DATABASE_CONN_MAX_AGE", "0"))
-                else f"pool of {os.environ.get('DATABASE_POOL_MAX_SIZE', '20')} per process"
-                if int(os.environ.get("DATABASE_POOL_MAX_SIZE", "20"))
-                else "one per request",
-                **figures,
-            }
-        )
-    )
-    print(f"{'':28} {'p50 ms':>8} {'p95 ms':>8}  ({scifact.chunks} chunks, {len(claims)} claims)")
+
+def print_rows(figures: dict[str, Any]) -> None:
     for name, row in figures.items():
         extra = f"  x raw: {row['x_raw_p50']} / {row['x_raw_p95']}" if "x_raw_p50" in row else ""
         extra += f"  cache hits: {row['cache_hits']}/{row['n']}" if "cache_hits" in row else ""

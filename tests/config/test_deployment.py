@@ -142,6 +142,7 @@ def variables_the_code_reads() -> set[str]:
         if path.name != "test.py":  # the test settings' own run id is no deployment's business
             names |= set(SETTINGS_READ.findall(path.read_text()))
     names |= set(re.findall(r"os\.environ\.get\(\s*['\"]([A-Z0-9_]+)['\"]", read("config/gunicorn.py")))
+    names |= set(re.findall(r"os\.environ\.get\(\s*\"([A-Z0-9_]+)\"", read("config/asgi.py")))
     names |= set(re.findall(r"os\.environ\.get\(\s*\"([A-Z0-9_]+)\"", read("ingestion/parsers/base.py")))
     return names
 

@@ -1,8 +1,8 @@
-"""Fusing the vector and keyword rankings: min-max and z-score normalisation."""
+"""Fusing the vector and keyword rankings: min-max and z-score normalisation, and absolute scores."""
 
 import pytest
 
-from retrieval.fusion import score_fusion, zscore_fusion
+from retrieval.fusion import absolute_fusion, score_fusion, zscore_fusion
 from retrieval.stores.base import VectorHit
 
 
@@ -39,3 +39,18 @@ def test_search_accepts_zscore_and_refuses_an_unknown_fusion():
     assert SearchParams(fusion="zscore").fusion == "zscore"
     with pytest.raises(ValueError, match="fusion"):
         SearchParams(fusion="zscores")
+
+
+def test_absolute_adds_the_scores_as_they_are():
+    vector = hits(a=0.6, b=0.5, c=-0.2)
+    keyword = hits(b=0.3, d=0.1)
+    fused = absolute_fusion([vector, keyword], [0.4, 0.6])
+    # a negative cosine counts 0, and a hit missing from a list counts 0 there
+    assert fused == pytest.approx({"a": 0.24, "b": 0.38, "c": 0.0, "d": 0.06})
+
+
+def test_absolute_keeps_a_weak_keyword_match_weak_where_min_max_stretches_it():
+    vector = hits(a=0.70, b=0.50)
+    keyword = hits(b=0.05, a=0.01)  # both barely match the query's terms
+    assert max(absolute_fusion([vector, keyword], [0.4, 0.6]).items(), key=lambda kv: kv[1])[0] == "a"
+    assert max(score_fusion([vector, keyword], [0.4, 0.6]).items(), key=lambda kv: kv[1])[0] == "b"

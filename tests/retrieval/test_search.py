@@ -75,6 +75,17 @@ def test_score_fusion_is_available(workspace, knowledge):
     assert titles(passages)[0] == "Parts"
 
 
+def test_absolute_fusion_ranks_by_each_passages_own_two_scores(workspace, knowledge):
+    # Every candidate is scored by both retrievers before fusing, so the order is exactly the weighted sum
+    # of the scores each passage reports, also for a passage that only one retriever's first two held.
+    params = SearchParams(fusion="absolute", vector_weight=0.4, keyword_weight=0.6, top_k=6, candidates=2)
+    for query in ("white kettle store", "Lyon kettle", "kettle nine"):
+        passages = search_passages(workspace_id=workspace.id, query=query, params=params)
+        assert len(passages) > 2  # the retrievers' first two differ
+        fused = [0.4 * max(p.vector_score, 0.0) + 0.6 * p.keyword_score for p in passages]
+        assert fused == sorted(fused, reverse=True)
+
+
 def test_search_never_crosses_workspaces(workspace, other_workspace, agent, other_agent, knowledge):
     index_text(
         other_workspace, other_agent, "Secret", "The replacement lid XR-7731 is free for Globex staff."

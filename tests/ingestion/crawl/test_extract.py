@@ -207,3 +207,37 @@ def test_a_server_rendered_page_with_script_state_is_kept() -> None:
         "<div id='modal-root'></div>"
     )
     assert "citations" in extract_page(_html("Pricing", body), "https://a.test/pricing").text
+
+
+def test_sphinx_search_page_is_dropped_from_its_markup_without_the_browser() -> None:
+    # Its noscript asks for JavaScript "to enable the search functionality": scripts only build the results of
+    # a query typed into its form, so rendering it would find nothing more.
+    with pytest.raises(DroppedPage) as caught:
+        _extract_flask("search.html")
+    assert caught.value.reason == "search_page"
+
+
+SEARCH_FORM = "<form action='/search' role='search'><input type='search' name='q'></form>"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # An app shell with a search box in its header: the content itself is built by scripts.
+        f"<header>{SEARCH_FORM}</header><noscript>Please enable JavaScript to search and to run this app."
+        "</noscript><div id='root'></div>",
+        # A search form, but the notice is about the page's content, not about searching.
+        f"<header>{SEARCH_FORM}</header><noscript>Enable JavaScript to view this page.</noscript>",
+    ],
+)
+def test_a_page_with_a_search_box_whose_content_needs_scripts_still_goes_to_the_browser(body: str) -> None:
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html("App", body), "https://a.test/app")
+    assert caught.value.reason == "needs_javascript"
+
+
+def test_a_search_page_without_a_form_is_not_taken_for_one() -> None:
+    body = "<h1>Search</h1><noscript>Please activate JavaScript to enable the search.</noscript>"
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(_html("Search", body), "https://a.test/search")
+    assert caught.value.reason == "needs_javascript"

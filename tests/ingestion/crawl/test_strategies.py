@@ -111,3 +111,12 @@ def test_a_page_whose_markup_says_scripts_build_it_goes_to_the_browser(local_pol
         fetch_and_extract(server.url("/"), local_policy, strategies={"browser": browser})
     assert caught.value.reason == "needs_javascript"
     assert browser.urls == [server.url("/")]
+
+
+def test_a_sites_search_page_is_not_sent_to_the_browser(local_policy: FetchPolicy) -> None:
+    # Sphinx's search.html: the one Chromium launch of a Flask docs crawl, for a page with nothing to index.
+    browser = RecordingBrowser()
+    with serving(root=FLASK_DOCS) as server, pytest.raises(DroppedPage) as caught:
+        fetch_and_extract(server.url("/search.html"), local_policy, strategies={"browser": browser})
+    assert caught.value.reason == "search_page"
+    assert browser.urls == []

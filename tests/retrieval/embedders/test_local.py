@@ -38,3 +38,14 @@ def test_batch_order_and_padding_do_not_change_a_vector(embedder):
 
 def test_no_texts_gives_an_empty_matrix(embedder):
     assert embedder.embed_documents([]).shape == (0, 384)
+
+
+def test_spinning_threads_give_the_same_vectors(embedder):
+    # EMBEDDER_SPINNING only changes how idle ONNX threads wait between operations, never the result.
+    texts = ["first passage", "a second, longer passage of text " * 20]
+    spinning = MiniLMOnnxEmbedder(spinning=True)
+    assert np.allclose(spinning.embed_documents(texts), embedder.embed_documents(texts), atol=1e-5)
+    assert (
+        spinning._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+        == "1"
+    )

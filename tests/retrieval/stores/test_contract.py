@@ -7,7 +7,7 @@ import pytest
 
 from ingestion.chunking import chunk_id
 from retrieval.keyword import term_counts
-from retrieval.stores.base import InvalidFilter, VectorRecord
+from retrieval.stores.base import InvalidFilter, VectorRecord, VectorStore
 from sources.models import Chunk, Document, Source
 from sources.tenancy import workspace_scope
 
@@ -363,3 +363,49 @@ def test_a_model_change_is_reported_and_reindexed_alike_on_every_store(
     assert body["results"][0]["source"]["title"] == "Tides"
     with workspace_scope(workspace.id):
         assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"embed-v2"}
+
+
+@pytest.mark.parametrize("min_score", [None, 0.3])
+def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, min_score):
+    """A store's own hybrid_search (pgvector's two statements) must equal the four searches it replaces:
+    both rankings, and every candidate's cosine and BM25 (top 2 of each, so some candidates are only in
+    one list and get scored by the other retriever)."""
+    texts = [
+        ("Refunds are paid within five days of the return.", unit(1, 0.1)),
+        ("Shipping takes two days; refunds are rare.", unit(0, 1)),
+        ("Returns need the original packaging.", unit(1, 0.5)),
+        ("Nothing relevant here, most days.", unit(1, 0)),
+        ("Gift cards are never refunded.", unit(0.2, 1)),
+        ("Exchanges within thirty days of delivery.", unit(1, 2)),
+        ("Our shop opens at nine.", unit(1, -0.3)),
+    ]
+    for text, vector in texts:
+        corpus.add(text, vector)
+    other_corpus.add("Refunds refunds refunds returns.", unit(1, 0))
+    asked = []
+
+    def query_vector():
+        asked.append(True)
+        return unit(1, 0)
+
+    arguments = {
+        "workspace_id": corpus.workspace.id,
+        "terms": term_counts("refund return days"),
+        "top_k": 2,
+        "model_name": MODEL,
+        "min_score": min_score,
+    }
+    own = store.hybrid_search(vector=query_vector, **arguments)
+    reference = VectorStore.hybrid_search(store, vector=query_vector, **arguments)
+    assert asked == [True, True]  # the embedding was asked for once per search
+    assert ids(own.by_vector) == ids(reference.by_vector) and len(own.by_vector) == 2
+    assert ids(own.by_keyword) == ids(reference.by_keyword) and own.by_keyword
+    assert own.vector_scores.keys() == reference.vector_scores.keys()
+    assert own.keyword_scores.keys() == reference.keyword_scores.keys()
+    if min_score is None:  # a vector candidate outside the keyword top 2 got its BM25, and the reverse
+        assert set(own.keyword_scores) - set(ids(own.by_keyword))
+        assert set(own.vector_scores) - set(ids(own.by_vector))
+    for chunk, score in reference.vector_scores.items():
+        assert own.vector_scores[chunk] == pytest.approx(score, abs=1e-12)
+    for chunk, score in reference.keyword_scores.items():
+        assert own.keyword_scores[chunk] == pytest.approx(score, abs=1e-12)
