@@ -8,6 +8,7 @@ rankings, optionally reranks, and only then cuts to top_k.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 
 from config import metrics
 from config.backends import embedders, rerankers, vector_stores
@@ -25,7 +27,7 @@ from retrieval.embedders.base import Embedder
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, validate_filters
 from retrieval.vectors import stale_embeddings
-from sources.models import Chunk, Source, Workspace
+from sources.models import Chunk, Document, Source, Workspace
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -324,32 +326,46 @@ def _rerank(query: str, passages: list[Passage], alias: str, pool: int = 50) -> 
     return [candidates[i] for i in order] + passages[pool:]
 
 
+# What a passage shows, in one statement written out: a chunk's vector and its document's full text are
+# large (loading them took ~85 % of a 200-passage search on SciFact), and building this query through the
+# ORM took ~1 ms of a cached search's ~6 (docs/BENCHMARKS.md). The workspace is in the WHERE clause as
+# the tenant manager would put it.
+PASSAGES_SQL = f"""
+SELECT c."id"::text, c."text", c."metadata"::text, c."source_id", s."title", s."kind", c."document_id",
+       d."url", d."title"
+FROM "{Chunk._meta.db_table}" c
+JOIN "{Source._meta.db_table}" s ON s."id" = c."source_id"
+JOIN "{Document._meta.db_table}" d ON d."id" = c."document_id"
+WHERE c."workspace_id" = %s AND c."id" = ANY(%s::uuid[])
+"""
+
+
 def _load_passages(workspace_id: int, ranked: list[tuple[VectorHit, float, float]]) -> list[Passage]:
-    with workspace_scope(workspace_id):
-        # Only what a passage shows: a chunk's vector and its document's full text are large, and
-        # loading them took ~85 % of a 200-passage search on SciFact.
-        fields = ("text", "metadata", "source__title", "source__kind", "document__url", "document__title")
-        rows = Chunk.objects.filter(id__in=[h.chunk_id for h, _, _ in ranked])
-        chunks = {str(c.id): c for c in rows.select_related("source", "document").only(*fields)}
+    if not ranked:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(PASSAGES_SQL, [int(workspace_id), [h.chunk_id for h, _, _ in ranked]])
+        chunks = {row[0]: row for row in cursor.fetchall()}
     passages = []
     for hit, vector_score, keyword_score in ranked:
         chunk = chunks.get(hit.chunk_id)
         if chunk is None:  # deleted between the search and now
             continue
+        _, text, metadata, source_id, source_title, source_kind, document_id, url, document_title = chunk
         passages.append(
             Passage(
                 chunk_id=hit.chunk_id,
-                text=chunk.text,
+                text=text,
                 score=hit.score,
-                source_id=chunk.source_id,
-                source_title=chunk.source.title,
-                source_kind=chunk.source.kind,
-                url=chunk.document.url,
-                document_id=chunk.document_id,
-                document_title=chunk.document.title,
+                source_id=source_id,
+                source_title=source_title,
+                source_kind=source_kind,
+                url=url,
+                document_id=document_id,
+                document_title=document_title,
                 vector_score=vector_score,
                 keyword_score=keyword_score,
-                metadata=chunk.metadata,
+                metadata=json.loads(metadata),
             )
         )
     return passages

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 
 from agents.models import Agent
 from agents.visitor import Visitor, VisitorTokenError, verify_any, workspace_secrets
+from config.request_log import client_address
 
 
 class TooManyRequests(exceptions.APIException):
@@ -51,13 +52,6 @@ def check_origin(agent: Agent, request: Request) -> str:
     if not origin or origin.rstrip("/") not in {o.rstrip("/") for o in agent.allowed_origins}:
         raise exceptions.PermissionDenied("This site is not allowed to use this agent.")
     return origin
-
-
-def client_address(request: Request) -> str:
-    # Behind a proxy, the deployment sets TRUSTED_PROXY_HEADER (e.g. HTTP_X_REAL_IP) to the header
-    # its proxy sets; a client cannot choose its own address otherwise.
-    header = getattr(settings, "TRUSTED_PROXY_HEADER", "")
-    return (request.META.get(header) if header else None) or request.META.get("REMOTE_ADDR", "unknown")
 
 
 def check_rate(agent: Agent, request: Request) -> None:

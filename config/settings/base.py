@@ -47,7 +47,7 @@ MIDDLEWARE = [
     "allauth.account.middleware.AccountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Binds a request id to every log line of the request, and hands it to the Celery tasks it queues.
-    "django_structlog.middlewares.RequestMiddleware",
+    "config.request_log.RequestLogMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

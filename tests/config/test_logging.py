@@ -56,3 +56,20 @@ def test_sentry_is_initialised_only_when_a_dsn_is_set():
     assert _sentry_active(SENTRY_DSN="") is False
     # A DSN on a closed local port: initialising sends nothing.
     assert _sentry_active(SENTRY_DSN="http://publickey@127.0.0.1:9/1") is True
+
+
+@pytest.mark.django_db
+def test_a_request_is_logged_under_the_address_the_rate_limits_use(client, settings, caplog):
+    """Not the X-Forwarded-For a client sends (which it can make up), unless a proxy header is trusted."""
+    caplog.set_level("INFO", logger="django_structlog.middlewares.request")
+
+    def logged_ip(**headers):
+        caplog.clear()
+        client.get("/healthz", **headers)
+        started = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
+        assert started and started[0]["event"] == "request_started", started
+        return started[0]["ip"]
+
+    assert logged_ip(HTTP_X_FORWARDED_FOR="203.0.113.9", REMOTE_ADDR="127.0.0.1") == "127.0.0.1"
+    settings.TRUSTED_PROXY_HEADER = "HTTP_X_REAL_IP"
+    assert logged_ip(HTTP_X_REAL_IP="198.51.100.7", REMOTE_ADDR="127.0.0.1") == "198.51.100.7"

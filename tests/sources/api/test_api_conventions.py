@@ -207,3 +207,27 @@ def test_the_schema_documents_search_as_an_object_and_every_operation_has_a_resp
 def test_the_browsable_docs_are_served(client):
     assert client.get("/api/v1/docs").status_code == 200
     assert client.get("/api/v1/redoc").status_code == 200
+
+
+# --- the key's lookup ------------------------------------------------------------------------------------
+
+
+def test_the_keys_written_out_lookup_gives_what_the_orm_gives(workspace):
+    """The API key and its workspace come from one statement written out (sources/api/auth.py), not the
+    ORM: every field of both must be what the ORM loads, so a field added later cannot come back wrong."""
+    from sources.api.auth import key_with_workspace
+    from sources.models import ApiKey, Workspace
+    from sources.services import api_key_create
+
+    key, raw = api_key_create(workspace=workspace, name="lookup")
+    ApiKey.unscoped.filter(id=key.id).update(last_used_at="2026-01-02T03:04:05Z")
+    Workspace.objects.filter(id=workspace.id).update(bm25_k1=0.9, bm25_b=0.6)
+    loaded = key_with_workspace(key.prefix)
+    expected = ApiKey.unscoped.select_related("workspace").get(id=key.id)
+    pairs = ((ApiKey, loaded, expected), (Workspace, loaded.workspace, expected.workspace))
+    for model, ours, theirs in pairs:
+        for field in model._meta.concrete_fields:
+            assert getattr(ours, field.attname) == getattr(theirs, field.attname), field.name
+            assert type(getattr(ours, field.attname)) is type(getattr(theirs, field.attname)), field.name
+    assert loaded.matches(raw) and loaded.workspace.bm25_k1 == 0.9
+    assert key_with_workspace("0" * ApiKey.PREFIX_LENGTH) is None
