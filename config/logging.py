@@ -58,7 +58,7 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
-            # django-structlog logs request_started/finished; INFO is enough to follow a request.
+            # django-structlog logs request_finished at INFO (request_started at DEBUG): one line a request.
             "django_structlog": {"level": level},
         },
     }

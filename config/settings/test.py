@@ -27,7 +27,7 @@ _redis_server = env("REDIS_URL", default="redis://127.0.0.1:63799/0").rsplit("/"
 REDIS_URL = f"{_redis_server}/15"
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "config.redis_cache.RedisCache",  # as deployed
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": REDIS_KEY_PREFIX,
     }

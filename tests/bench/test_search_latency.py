@@ -57,13 +57,17 @@ MODES = ("hybrid", "keyword", "vector")
 # (gthread, 4 threads); `baseline` serves the checkout at GROUNDED_BENCH_SEARCH_BASELINE (another commit's
 # code, e.g. `git archive <commit> | tar -x -C /tmp/base`) as it serves itself, on the same database.
 # Database connections follow each server's settings and the environment (DATABASE_CONN_MAX_AGE,
-# DATABASE_POOL_MAX_SIZE).
+# DATABASE_POOL_MAX_SIZE). GROUNDED_BENCH_SEARCH_BASELINE_WORKER serves the baseline with another uvicorn
+# worker class: `uvicorn_worker.UvicornH11Worker` (pure-Python HTTP, asyncio's loop) is how commits before
+# httptools and uvloop were installed served, whatever this environment has.
 UVICORN = ["--worker-class", "uvicorn_worker.UvicornWorker"]
+BASELINE_WORKER = os.environ.get("GROUNDED_BENCH_SEARCH_BASELINE_WORKER", "uvicorn_worker.UvicornWorker")
 SERVERS: dict[str, tuple[list[str], dict[str, str]]] = {
     "asgi": (["config.asgi:application", *UVICORN], {}),
+    "asgi-h11": (["config.asgi:application", "--worker-class", "uvicorn_worker.UvicornH11Worker"], {}),
     "asgi-django": (["config.asgi:django_asgi", *UVICORN], {"DATABASE_CONN_MAX_AGE": "0"}),
     "wsgi": (["config.wsgi", "--worker-class", "gthread", "--threads", "4"], {}),
-    "baseline": (["config.asgi:application", *UVICORN], {}),
+    "baseline": (["config.asgi:application", "--worker-class", BASELINE_WORKER], {}),
 }
 SERVER_NAMES = os.environ.get("GROUNDED_BENCH_SEARCH_SERVER", "asgi").split(",")
 BASELINE = os.environ.get("GROUNDED_BENCH_SEARCH_BASELINE", "")
@@ -195,7 +199,11 @@ def free_port() -> int:
 
 def connections_of(server: str, env: dict[str, str]) -> str:
     """How the server holds database connections, as its settings will decide."""
-    default_age = "60" if server == "asgi" else "0"  # config/asgi.py turns persistent connections on
+    # config/asgi.py turns persistent connections on (a baseline's, if it is recent enough to).
+    persistent = server in ("asgi", "asgi-h11") or (
+        server == "baseline" and "DATABASE_CONN_MAX_AGE" in (Path(BASELINE) / "config/asgi.py").read_text()
+    )
+    default_age = "60" if persistent else "0"
     if int(env.get("DATABASE_CONN_MAX_AGE", default_age)):
         return "persistent"
     pool = env.get("DATABASE_POOL_MAX_SIZE", "20")

@@ -66,9 +66,10 @@ def test_a_request_is_logged_under_the_address_the_rate_limits_use(client, setti
     def logged_ip(**headers):
         caplog.clear()
         client.get("/healthz", **headers)
-        started = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
-        assert started and started[0]["event"] == "request_started", started
-        return started[0]["ip"]
+        lines = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
+        # One line a request at INFO, when it finishes (the start is DEBUG).
+        assert [line["event"] for line in lines] == ["request_finished"], lines
+        return lines[0]["ip"]
 
     assert logged_ip(HTTP_X_FORWARDED_FOR="203.0.113.9", REMOTE_ADDR="127.0.0.1") == "127.0.0.1"
     settings.TRUSTED_PROXY_HEADER = "HTTP_X_REAL_IP"
