@@ -94,6 +94,14 @@ def test_search_never_crosses_workspaces(workspace, other_workspace, agent, othe
     assert "Secret" not in titles(passages)
     theirs = search_passages(workspace_id=other_workspace.id, query="XR-7731", params=SearchParams(top_k=10))
     assert titles(theirs) == ["Secret"]
+    # Passages are loaded by a statement written out (not the tenant manager): handed another workspace's
+    # chunk ids (a stale cache entry, a bug upstream), it loads nothing.
+    from retrieval.services import _load_passages
+    from retrieval.stores.base import VectorHit
+
+    foreign = [(VectorHit(p.chunk_id, p.score), 0.0, 0.0) for p in theirs]
+    assert _load_passages(workspace.id, foreign) == []
+    assert [p.source_title for p in _load_passages(other_workspace.id, foreign)] == ["Secret"]
 
 
 def test_agent_scoped_search_sees_only_that_agents_sources(workspace, agent, knowledge):
