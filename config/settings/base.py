@@ -424,6 +424,8 @@ TEXT_SOURCE_MAX_CHARS = env.int("TEXT_SOURCE_MAX_CHARS", default=1_000_000)
 PUSH_BATCH_MAX_DOCUMENTS = env.int("PUSH_BATCH_MAX_DOCUMENTS", default=200)
 PUSH_MAX_REQUEST_BYTES = env.int("PUSH_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
 SEARCH_MAX_TOP_K = 50
+# How often the sources page asks for its rows while something is in progress.
+SOURCES_PAGE_POLL_MS = 2000
 
 # --- Operations: logs, metrics, errors (config/logging.py, config/metrics.py, config/health.py) ---
 # JSON lines by default (one object per line, with request_id); LOG_FORMAT=console for people at a terminal.

@@ -8,7 +8,6 @@
   const $ = (selector, root) => (root || document).querySelector(selector);
   const $$ = (selector, root) => Array.from((root || document).querySelectorAll(selector));
   const csrf = () => ($('meta[name="csrf-token"]') || {}).content || "";
-  const POLL_MS = 2000;
 
   function postJSON(url, body) {
     return fetch(url, {
@@ -228,12 +227,13 @@
 
   function sourcesPage(page) {
     const jsonUrl = page.dataset.jsonUrl;
+    const pollMs = Number(page.dataset.pollMs) || 2000;
     const tbody = $("#source-rows");
     let timer = null;
 
     function schedule() {
       clearTimeout(timer);
-      timer = setTimeout(refresh, POLL_MS);
+      timer = setTimeout(refresh, pollMs);
     }
 
     async function refresh() {

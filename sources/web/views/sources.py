@@ -67,6 +67,7 @@ def _sources_page(
         upload_max_bytes=settings.UPLOAD_MAX_FILE_BYTES,
         # Worded as the server words the limit, so the page and the server say the same.
         upload_max_label=human_size(settings.UPLOAD_MAX_FILE_BYTES),
+        poll_ms=settings.SOURCES_PAGE_POLL_MS,
         upload_max_files=settings.UPLOAD_MAX_FILES_PER_REQUEST,
         schedules=presenters.schedule_choices(),
         default_schedule=membership.workspace.default_schedule,

@@ -14,7 +14,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(tra
 PARSE_STAGES = ("Reading page", "Reading tables", "Recognising text (OCR)")
 
 
-def test_a_pdfs_row_shows_its_stage_while_it_is_parsed_and_embedded(celery_worker, sign_in, owner, agent):
+def test_a_pdfs_row_shows_its_stage_while_it_is_parsed_and_embedded(
+    celery_worker, sign_in, owner, agent, settings
+):
+    # The job shows a stage for ~3 s of its ~4: every 2 s the page may ask just before a stage and just
+    # after it (the suite once saw no stage at all), so here it asks four times a second.
+    settings.SOURCES_PAGE_POLL_MS = 250
     page = sign_in(owner)
     page.goto(page.url + f"agents/{agent.id}/sources")
     page.click(".page-head [data-open-dialog=add-dialog]")
