@@ -58,18 +58,24 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
-def _columns(model: type, alias: str) -> str:
-    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+_KEY_FIELDS = list(ApiKey._meta.concrete_fields)
+_WORKSPACE_FIELDS = list(Workspace._meta.concrete_fields)
+
+
+def _columns(fields: list, alias: str) -> str:
+    return ", ".join(f'{alias}."{field.column}"' for field in fields)
 
 
 # The key and its workspace in one statement written out once: building the same lookup through the ORM
 # (select_related) cost ~0.6 ms a request, a tenth of a cached search (docs/BENCHMARKS.md). Lookup by the
 # visible prefix must cross workspaces: the key is what tells us the workspace.
 KEY_LOOKUP = (
-    f"SELECT {_columns(ApiKey, 'k')}, {_columns(Workspace, 'w')} "
+    f"SELECT {_columns(_KEY_FIELDS, 'k')}, {_columns(_WORKSPACE_FIELDS, 'w')} "
     f'FROM "{ApiKey._meta.db_table}" k JOIN "{Workspace._meta.db_table}" w ON w."id" = k."workspace_id" '
     'WHERE k."prefix" = %s'
 )
+_KEY_ATTNAMES = [field.attname for field in _KEY_FIELDS]
+_WORKSPACE_ATTNAMES = [field.attname for field in _WORKSPACE_FIELDS]
 
 
 def key_with_workspace(prefix: str) -> ApiKey | None:
@@ -80,10 +86,9 @@ def key_with_workspace(prefix: str) -> ApiKey | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    key_fields = [field.attname for field in ApiKey._meta.concrete_fields]
-    api_key = ApiKey.from_db("default", key_fields, row[: len(key_fields)])
-    workspace_fields = [field.attname for field in Workspace._meta.concrete_fields]
-    api_key.workspace = Workspace.from_db("default", workspace_fields, row[len(key_fields) :])
+    split = len(_KEY_ATTNAMES)
+    api_key = ApiKey.from_db(connection.alias, _KEY_ATTNAMES, row[:split])
+    api_key.workspace = Workspace.from_db(connection.alias, _WORKSPACE_ATTNAMES, row[split:])
     return api_key
 
 
