@@ -449,6 +449,8 @@ def source_update(
             changes["next_sync_at"] = source.next_sync_at = _next_sync(source)
         if changes:
             Source.objects.filter(id=source.id).update(**changes)
+        if "title" in changes:  # search answers show it (the search cache keeps their passages)
+            semantic_cache.searches_changed(source.workspace_id)
     if {"paused", "hidden_while_paused"} & set(changes):
         semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
     return source

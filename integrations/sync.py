@@ -36,6 +36,7 @@ from integrations.errors import (
     ReconnectNeeded,
 )
 from integrations.models import Connection
+from retrieval.cache import searches_changed
 from retrieval.vectors import delete_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
@@ -268,6 +269,9 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
             Document.objects.filter(id=document.id).update(
                 status=Status.DONE, sync_outcome="unchanged", **common
             )
+            if (common["title"], common["url"]) != (document.title, document.url):
+                # Renamed or moved with the same text: search answers show the title and URL.
+                searches_changed(document.workspace_id)
             return Outcome()
         if not fetched.text.strip():
             return _document_failed(document, "This page has no text to index.", "empty after rendering")

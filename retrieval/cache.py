@@ -1,12 +1,15 @@
 """Two caches of search hits in Redis (the Django cache), shared across processes.
 
 The semantic cache: per agent, a query close enough to a recent one reuses its hits (the widget).
-The search cache: per workspace, the same question with the same settings reuses the answer (the
-search API), until the workspace's sources change.
+Its entries hold chunk ids and scores only, so a hit's passages are still loaded (and tenancy-checked)
+from the database.
 
-Entries hold chunk ids and scores only, never answers or text, so a cached hit is still loaded (and
-tenancy-checked) from the database. Keys carry the workspace (and agent), and every entry records its
-workspace, which is checked on read.
+The search cache: per workspace, the same question with the same settings reuses the answer (the
+search API), passages included, until the workspace's knowledge changes: anything a passage shows
+(chunk text and metadata, a source's or a document's title, a document's URL) bumps the workspace's
+generation when it changes (`searches_changed`). A hit then costs one Redis round trip and no query.
+
+Keys carry the workspace (and agent), and every entry records its workspace, which is checked on read.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 
 from retrieval.stores.base import VectorHit
 
@@ -147,7 +151,8 @@ def invalidate(*, workspace_id: int, agent_id: int) -> None:
 
 @dataclass(frozen=True)
 class CachedSearch:
-    hits: list[tuple[VectorHit, float, float]]
+    #: the passages as the search returned them, each a dict of retrieval.services.Passage's fields
+    passages: list[dict[str, Any]]
     #: chunks embedded by another model than the current one (the reindex notice)
     stale_chunks: int
 
@@ -179,8 +184,9 @@ def search_lookup(*, workspace_id: int, key: str) -> tuple[str | None, CachedSea
     entry = found.get(_search_entry_key(workspace_id, key))
     if not entry or entry["workspace_id"] != workspace_id or entry["generation"] != generation:
         return generation, None
-    hits = [(VectorHit(chunk_id=c, score=s), v, k) for c, s, v, k in entry["hits"]]
-    return generation, CachedSearch(hits=hits, stale_chunks=entry["stale_chunks"])
+    if any(p["workspace_id"] != workspace_id for p in entry["passages"]):
+        return generation, None
+    return generation, CachedSearch(passages=entry["passages"], stale_chunks=entry["stale_chunks"])
 
 
 def search_store(
@@ -188,18 +194,50 @@ def search_store(
     workspace_id: int,
     key: str,
     generation: str,
-    hits: list[tuple[VectorHit, float, float]],
+    passages: list[dict[str, Any]],
     stale_chunks: int,
 ) -> None:
+    """Keep a search's passages (dicts, each recording its workspace) under the generation read before
+    the search ran."""
     entry = {
         "workspace_id": workspace_id,
         "generation": generation,
-        "hits": [(h.chunk_id, h.score, v, k) for h, v, k in hits],
+        "passages": [{**p, "workspace_id": workspace_id} for p in passages],
         "stale_chunks": stale_chunks,
     }
     cache.set(_search_entry_key(workspace_id, key), entry, timeout=settings.SEARCH_CACHE_TTL)
 
 
 def invalidate_searches(*, workspace_id: int) -> None:
-    """The workspace's chunks changed: no answer cached before now is served again."""
+    """The workspace's knowledge changed: no answer cached before now is served again."""
     cache.set(_generation_key(workspace_id), uuid.uuid4().hex, timeout=None)
+
+
+def searches_changed(workspace_id: int) -> None:
+    """Something a search finds or shows is changing in the current transaction. Invalidated now, and
+    again when it commits: an answer cached in between (from the data before it) carries the generation
+    that the commit replaces, so it is never served."""
+    invalidate_searches(workspace_id=workspace_id)
+    transaction.on_commit(lambda: invalidate_searches(workspace_id=workspace_id))
+
+
+# --- what a search costs on a miss: the reindex notice, once per generation -------------------------
+
+
+def _stale_key(workspace_id: int, generation: str, model_name: str) -> str:
+    model = hashlib.sha256(model_name.encode()).hexdigest()[:16]
+    return f"searchcache:v1:{int(workspace_id)}:stale:{generation}:{model}"
+
+
+def stale_count(*, workspace_id: int, generation: str | None, model_name: str, count: Any) -> int:
+    """How many of the workspace's chunks another model embedded (`count()` asks the database), kept
+    for the generation: chunks only change model when they are written, and every write of a chunk
+    replaces the generation. The deployment's model is part of the key (it changes on a restart)."""
+    if generation is None:
+        return count()
+    key = _stale_key(workspace_id, generation, model_name)
+    stale = cache.get(key)
+    if stale is None:
+        stale = count()
+        cache.set(key, stale, timeout=settings.SEARCH_CACHE_TTL)
+    return stale

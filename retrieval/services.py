@@ -192,23 +192,39 @@ class SearchResult:
 
 def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> SearchResult:
     """The search API's search. The same question with the same settings, asked again before the
-    workspace's sources change, is answered from the search cache: no embedding and no search, only the
-    passages loaded (inside the workspace's scope) for the cached chunk ids."""
+    workspace's knowledge changes, is answered from the search cache: no embedding, no search and no
+    query, the passages as they were found (retrieval/cache.py says what keeps them current)."""
     model_name = providers.embedder_for(_one_agent(params.filters)).model_name
     params = with_workspace_bm25(params, workspace_id)
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
     generation, cached = semantic_cache.search_lookup(workspace_id=workspace_id, key=key)
     if cached is not None:
-        passages = _load_passages(workspace_id, cached.hits)
+        passages = [Passage(**_passage_fields(p)) for p in cached.passages]
         return SearchResult(passages=passages, stale_chunks=cached.stale_chunks, cached=True)
     passages, reranked_as_asked = _search_passages(workspace_id=workspace_id, query=query, params=params)
-    stale = stale_embeddings(workspace_id=workspace_id)
+    stale = semantic_cache.stale_count(
+        workspace_id=workspace_id,
+        generation=generation,
+        model_name=embedders["default"].model_name,
+        count=lambda: stale_embeddings(workspace_id=workspace_id),
+    )
     if generation is not None and reranked_as_asked:  # a reranker's failure is not kept for later
-        hits = [(VectorHit(p.chunk_id, p.score), p.vector_score, p.keyword_score) for p in passages]
         semantic_cache.search_store(
-            workspace_id=workspace_id, key=key, generation=generation, hits=hits, stale_chunks=stale
+            workspace_id=workspace_id,
+            key=key,
+            generation=generation,
+            passages=[asdict(p) for p in passages],
+            stale_chunks=stale,
         )
     return SearchResult(passages=passages, stale_chunks=stale, cached=False)
+
+
+_PASSAGE_FIELDS = frozenset(Passage.__dataclass_fields__)
+
+
+def _passage_fields(cached: dict[str, Any]) -> dict[str, Any]:
+    """A cached passage's own fields (the cache adds the workspace it was found in)."""
+    return {name: value for name, value in cached.items() if name in _PASSAGE_FIELDS}
 
 
 def _one_agent(filters: Filters | None) -> int | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q
 
 from config import metrics
@@ -70,7 +69,7 @@ def store_chunk_vectors(
         workspace_id=workspace_id, records=records, model_name=embedder.model_name
     )
     _record_embedding_model(workspace_id=workspace_id, chunks=chunks, model_name=embedder.model_name)
-    _searches_changed(workspace_id)
+    semantic_cache.searches_changed(workspace_id)
     metrics.CHUNKS_EMBEDDED.inc(len(records))
 
 
@@ -108,12 +107,4 @@ def stale_embeddings(*, workspace_id: int) -> int:
 def delete_chunk_vectors(*, workspace_id: int, chunk_ids: list[str]) -> None:
     if chunk_ids:
         vector_stores["default"].delete(workspace_id=workspace_id, chunk_ids=chunk_ids)
-        _searches_changed(workspace_id)
-
-
-def _searches_changed(workspace_id: int) -> None:
-    """Cached search answers of the workspace are stale. Once now, and again when the change commits:
-    an answer cached in between (from the data before it) carries the generation that the commit
-    replaces, so it is never served."""
-    semantic_cache.invalidate_searches(workspace_id=workspace_id)
-    transaction.on_commit(lambda: semantic_cache.invalidate_searches(workspace_id=workspace_id))
+        semantic_cache.searches_changed(workspace_id)

@@ -7,10 +7,14 @@ been pending or running too long.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -19,6 +23,7 @@ from django.utils.safestring import SafeString
 
 from agents.services import workspace_delete
 from ingestion import lifecycle
+from retrieval.cache import searches_changed
 from sources.models import (
     ACTIVE_STATUSES,
     ApiKey,
@@ -30,12 +35,48 @@ from sources.models import (
     Source,
     Workspace,
 )
+from sources.tenancy import workspace_scope
 from sources.usage import RANKABLE, top_workspaces, workspace_usage
 
 
+class ShownInSearchAdmin:
+    """An edit here can change what a search answer shows (a title, a URL, a passage's text or metadata),
+    so the workspace's cached search answers go."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        searches_changed(obj.workspace_id)
+
+
 class UnscopedAdmin(admin.ModelAdmin):
+    """Tenant rows for operators: listed across workspaces, and each one edited inside its own workspace's
+    scope, so its form's related fields (a source's agent, a chunk's document) resolve, and offer only
+    rows of the same workspace."""
+
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return self.model.unscoped.all()
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        workspace_id = None
+        if object_id is not None:
+            try:
+                rows = self.model.unscoped.filter(pk=unquote(object_id))
+                workspace_id = rows.values_list("workspace_id", flat=True).first()
+            except (ValueError, ValidationError):
+                pass
+        if workspace_id is None:  # an unknown id (Django answers it) or a new row
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        with workspace_scope(workspace_id):
+            response = super().changeform_view(request, object_id, form_url, extra_context)
+            if isinstance(response, TemplateResponse):
+                response.render()  # the widgets read related rows while rendering: inside the scope
+        return response
 
 
 @admin.register(Plan)
@@ -164,7 +205,7 @@ def delete_everywhere(modeladmin: admin.ModelAdmin, request: HttpRequest, querys
 
 
 @admin.register(Source)
-class SourceAdmin(UnscopedAdmin):
+class SourceAdmin(ShownInSearchAdmin, UnscopedAdmin):
     list_display = [
         "title",
         "kind",
@@ -212,7 +253,7 @@ class SourceAdmin(UnscopedAdmin):
 
 
 @admin.register(Document)
-class DocumentAdmin(UnscopedAdmin):
+class DocumentAdmin(ShownInSearchAdmin, UnscopedAdmin):
     list_display = ["title", "url", "workspace", "status", "updated_at"]
     list_filter = ["workspace", "status", "source__kind"]
     search_fields = ["url", "title"]
@@ -221,7 +262,7 @@ class DocumentAdmin(UnscopedAdmin):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(UnscopedAdmin):
+class ChunkAdmin(ShownInSearchAdmin, UnscopedAdmin):
     list_display = ["id", "document", "position", "workspace", "embedding_model"]
     list_filter = ["workspace"]
     search_fields = ["document__url", "document__title"]

@@ -166,6 +166,12 @@ class FakeNotion:
         self._keep_children(page_id, blocks)
         self.objects[page_id]["last_edited_time"] = self._tick()
 
+    def rename(self, page_id: str, title: str) -> None:
+        for prop in self.objects[page_id]["properties"].values():
+            if prop["type"] == "title":
+                prop["title"] = [rt(title)]
+        self.objects[page_id]["last_edited_time"] = self._tick()
+
     def archive(self, page_id: str) -> None:
         self.objects[page_id]["archived"] = self.objects[page_id]["in_trash"] = True
         self.objects[page_id]["last_edited_time"] = self._tick()

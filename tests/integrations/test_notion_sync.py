@@ -117,6 +117,47 @@ def test_an_edited_page_replaces_its_text_and_only_it_is_fetched(workspace, hand
         ).exists()
 
 
+def _shipping_search(workspace) -> tuple[bool, set[str]]:
+    """Through the search API's cache: whether it answered, and the titles shown."""
+    from retrieval.services import SearchParams, search_workspace
+
+    result = search_workspace(
+        workspace_id=workspace.id, query="which countries do you ship to", params=SearchParams(top_k=3)
+    )
+    return result.cached, {p.document_title for p in result.passages}
+
+
+def test_a_renamed_page_is_shown_with_its_new_title_by_a_search_asked_before(
+    workspace, handbook_source, notion, pages
+):
+    assert "Shipping" in _shipping_search(workspace)[1]
+    assert _shipping_search(workspace)[0] is True
+    notion.rename(pages["child"], "Shipping and delivery")
+    resync(handbook_source)
+    cached, titles = _shipping_search(workspace)
+    assert not cached and "Shipping and delivery" in titles and "Shipping" not in titles
+
+
+def test_a_title_corrected_by_a_sync_that_finds_the_same_text_clears_cached_searches(
+    workspace, handbook_source, notion, pages
+):
+    """A page's text holds its title, so a rename re-embeds it; a document whose stored title or URL
+    differs from the provider's while the text is the same gets both corrected without re-embedding,
+    and cached searches that showed the old ones go."""
+    from retrieval.cache import invalidate_searches
+
+    with workspace_scope(workspace.id):
+        Document.objects.filter(source=handbook_source, title="Shipping").update(title="Old title")
+    invalidate_searches(workspace_id=workspace.id)
+    assert "Old title" in _shipping_search(workspace)[1]
+    assert _shipping_search(workspace)[0] is True
+    notion.objects[pages["child"]]["last_edited_time"] = notion._tick()  # listed as changed, same text
+    _, indexed = resync(handbook_source)
+    assert indexed == []
+    cached, titles = _shipping_search(workspace)
+    assert not cached and "Shipping" in titles and "Old title" not in titles
+
+
 def test_archived_and_unshared_pages_leave_with_their_chunks(workspace, handbook_source, notion, pages):
     notion.archive(pages["child"])
     notion.unshare(pages["handbook"])  # the picked page answers 404 now

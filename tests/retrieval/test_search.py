@@ -3,6 +3,7 @@
 import pytest
 from django.test import override_settings
 
+from retrieval import cache as semantic_cache
 from retrieval.services import SearchParams, search_passages
 from sources.tenancy import workspace_scope
 from tests.factories import index_text
@@ -200,6 +201,7 @@ def test_a_change_of_embedding_model_is_detected_and_asks_for_a_reindex(api, wor
     assert "reindex_needed" not in api.get("/api/v1/search", {"q": "kettle"}).json()
     with workspace_scope(workspace.id):
         Chunk.objects.filter(source=knowledge["Parts"]).update(embedding_model="an-older-model")
+    semantic_cache.invalidate_searches(workspace_id=workspace.id)  # as every write of a chunk does
     body = api.get("/api/v1/search", {"q": "replacement lid part number", "mode": "vector"}).json()
     assert body["reindex_needed"]["chunks"] == 1
     assert "Parts" not in [r["source"]["title"] for r in body["results"]]  # never mixed in

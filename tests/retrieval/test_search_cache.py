@@ -1,5 +1,5 @@
-"""The search API's cache: a repeated question is answered without searching, until the workspace's
-sources change; never across workspaces; never with a reranker's failure."""
+"""The search API's cache: a repeated question is answered without searching or querying, until
+anything its answer shows changes; never across workspaces; never with a reranker's failure."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 from django.utils import timezone
 
 from retrieval import cache as search_cache
-from retrieval.stores.base import VectorHit
 from sources.tenancy import workspace_scope
 from tests.factories import index_text
 from tests.fakes.openai_server import FakeProvider, openai_compatible_server
@@ -112,9 +111,9 @@ def test_an_entry_recording_another_workspace_is_never_served(workspace, other_w
     key = search_cache.search_key({"query": "kettle"})
     generation, cached = search_cache.search_lookup(workspace_id=other_workspace.id, key=key)
     assert cached is None and generation
-    hits = [(VectorHit(chunk_id="00000000-0000-0000-0000-000000000001", score=0.9), 0.9, 0.0)]
+    passages = [{"chunk_id": "00000000-0000-0000-0000-000000000001", "text": "Their secret"}]
     search_cache.search_store(
-        workspace_id=workspace.id, key=key, generation=generation, hits=hits, stale_chunks=0
+        workspace_id=workspace.id, key=key, generation=generation, passages=passages, stale_chunks=0
     )
     from django.core.cache import cache
 
@@ -123,7 +122,7 @@ def test_an_entry_recording_another_workspace_is_never_served(workspace, other_w
     assert search_cache.search_lookup(workspace_id=other_workspace.id, key=key)[1] is None
     # The genuine entry is served to its own workspace once the generation is its own.
     search_cache.search_store(
-        workspace_id=other_workspace.id, key=key, generation=generation, hits=hits, stale_chunks=0
+        workspace_id=other_workspace.id, key=key, generation=generation, passages=passages, stale_chunks=0
     )
     assert search_cache.search_lookup(workspace_id=other_workspace.id, key=key)[1] is not None
 
@@ -133,9 +132,78 @@ def test_an_answer_searched_while_the_sources_changed_is_not_served(workspace):
     generation, _ = search_cache.search_lookup(workspace_id=workspace.id, key=key)
     search_cache.invalidate_searches(workspace_id=workspace.id)  # an ingest committed mid-search
     search_cache.search_store(
-        workspace_id=workspace.id, key=key, generation=generation, hits=[], stale_chunks=0
+        workspace_id=workspace.id, key=key, generation=generation, passages=[], stale_chunks=0
     )
     assert search_cache.search_lookup(workspace_id=workspace.id, key=key)[1] is None
+
+
+def test_a_passage_recording_another_workspace_is_never_served(workspace, other_workspace):
+    """The entry's passages each record the workspace they were found in; one from elsewhere spoils it."""
+    from django.core.cache import cache
+
+    key = search_cache.search_key({"query": "kettle"})
+    generation, _ = search_cache.search_lookup(workspace_id=workspace.id, key=key)
+    search_cache.search_store(
+        workspace_id=workspace.id, key=key, generation=generation, passages=[{"text": "ours"}], stale_chunks=0
+    )
+    entry = cache.get(search_cache._search_entry_key(workspace.id, key))
+    entry["passages"].append({"text": "theirs", "workspace_id": other_workspace.id})
+    cache.set(search_cache._search_entry_key(workspace.id, key), entry)
+    assert search_cache.search_lookup(workspace_id=workspace.id, key=key)[1] is None
+
+
+def test_a_hit_reads_no_chunk_source_or_document_from_the_database(api, kettle):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sources.models import Chunk, Document, Source
+
+    status, first = search(api)
+    assert status == "miss"
+    with CaptureQueriesContext(connection) as queries:
+        status, again = search(api)
+    assert status == "hit" and again == first
+    tables = [model._meta.db_table for model in (Chunk, Document, Source)]
+    read = [q["sql"] for q in queries.captured_queries if any(f'"{t}"' in q["sql"] for t in tables)]
+    assert read == []
+
+
+def test_a_renamed_source_is_shown_with_its_new_title_at_once(api, kettle):
+    assert titles(search(api)[1]) == ["Warranty"]
+    assert search(api)[0] == "hit"
+    response = api.patch(f"/api/v1/sources/{kettle.id}", {"title": "Kettle warranty"}, format="json")
+    assert response.status_code == 200, response.content
+    status, body = search(api)
+    assert status == "miss" and titles(body) == ["Kettle warranty"]
+
+
+def test_a_source_renamed_in_the_django_admin_is_shown_with_its_new_title(api, kettle, admin_client):
+    from sources.models import Source
+
+    assert search(api)[0] == "miss" and search(api)[0] == "hit"
+    source = Source.unscoped.get(id=kettle.id)
+    change = admin_client.get(f"/admin/sources/source/{source.id}/change/")
+    assert change.status_code == 200
+    form = change.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
+    data["title"] = "Renamed by staff"
+    response = admin_client.post(f"/admin/sources/source/{source.id}/change/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    status, body = search(api)
+    assert status == "miss" and titles(body) == ["Renamed by staff"]
+
+
+def test_the_reindex_notice_is_counted_once_per_generation(api, workspace, kettle):
+    """A miss asks the cache, not the database, how many chunks another model embedded, until a write
+    replaces the generation; a chunk that changes model is a write, and the notice follows it."""
+    from sources.models import Chunk
+
+    search(api, q="kettle")
+    with workspace_scope(workspace.id):
+        Chunk.objects.update(embedding_model="an-older-model")
+    assert "reindex_needed" not in search(api, q="warranty")[1]  # the generation is the same
+    search_cache.invalidate_searches(workspace_id=workspace.id)  # as the store's writes do
+    assert search(api, q="warranty years")[1]["reindex_needed"]["chunks"] == 1
 
 
 def test_a_failing_reranker_is_not_cached(api, kettle, settings):

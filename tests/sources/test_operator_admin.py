@@ -199,3 +199,28 @@ def test_deleting_workspaces_in_the_admin_bulk_action_leaves_no_orphan(
     assert not Workspace.objects.filter(id=workspace.id).exists()
     assert_nothing_left(vector_store, workspace.id, Path(settings.MEDIA_ROOT))
     assert vector_store.count(workspace_id=other_workspace.id) > 0
+
+
+def test_a_source_its_page_and_a_chunk_open_for_editing_in_their_own_workspace(
+    operator, workspace, other_workspace, agent, other_agent
+):
+    """Their forms name rows of the workspace (an agent, a source, a document): the page opens in that
+    workspace's scope, and another workspace's agent is refused as a source's agent."""
+    source = index_text(workspace, agent, "Acme returns", "Return within 30 days.")
+    with workspace_scope(workspace.id):
+        document = Document.objects.get(source=source)
+        chunk = Chunk.objects.get(source=source)
+    for url in (
+        f"/admin/sources/source/{source.id}/change/",
+        f"/admin/sources/document/{document.id}/change/",
+        f"/admin/sources/chunk/{chunk.id}/change/",
+    ):
+        page = operator.get(url)
+        assert page.status_code == 200, url
+        assert "Acme returns" in page.content.decode()
+    assert operator.get("/admin/sources/chunk/not-a-uuid/change/", follow=True).status_code == 200
+    form = operator.get(f"/admin/sources/source/{source.id}/change/").context["adminform"].form
+    data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
+    response = operator.post(f"/admin/sources/source/{source.id}/change/", {**data, "agent": other_agent.id})
+    assert response.status_code == 200 and "agent" in response.context["adminform"].form.errors
+    assert Source.unscoped.get(id=source.id).agent_id == agent.id
