@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 import trafilatura
+from lxml import etree
 from lxml.html import HtmlElement
 from trafilatura.metadata import extract_title
 from trafilatura.utils import load_html
@@ -97,11 +98,20 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _HEADER_LINK = re.compile(r"\s*[¶#§]+\s*$")
 
 
+def _unwrap_code_spans(tree: HtmlElement) -> None:
+    """Syntax highlighting wraps every token of a code sample in a span (Sphinx's API pages: 40 % of their
+    elements). trafilatura's cost grows with the elements it walks, and it flattened such code onto one line;
+    without the spans it walks a third fewer elements and keeps each line of the code as written."""
+    for code in tree.xpath("//pre[.//span] | //code[.//span]"):
+        etree.strip_tags(code, "span")
+
+
 def extract_page(html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS) -> ExtractedPage:
     """Title, main text and language of an HTML page; raises DroppedPage when it isn't worth keeping."""
     tree = load_html(html)
     if tree is None:
         raise DroppedPage("empty", f"{url}: not parseable as HTML")
+    _unwrap_code_spans(tree)
     markup = html if isinstance(html, str) else html.decode("utf-8", errors="replace")
     page_title = _clean_title(" ".join(tree.xpath("//head/title//text()")))
     language = _markup_language(tree)

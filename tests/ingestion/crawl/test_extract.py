@@ -49,6 +49,19 @@ def test_flask_pages_give_their_title_and_main_text_without_navigation(
     assert "¶" not in page.text
 
 
+def test_highlighted_code_keeps_its_lines() -> None:
+    """Sphinx wraps each token of a code sample in a span; the sample still reads line by line."""
+    page = _extract_flask("api.html")
+    assert "@app.route(\"/\")\ndef index():\n    ...\n" in page.text
+    assert "app = Flask('yourapplication')\napp = Flask(__name__.split('.')[0])\n" in page.text
+    plain = extract_page(
+        "<html><body><article><p>" + LOREM + "</p><pre><span class='k'>def</span> <span class='nf'>f</span>"
+        "():\n    <span class='k'>return</span> 1</pre></article></body></html>",
+        "http://docs.test/code",
+    )
+    assert "def f():\n    return 1" in plain.text
+
+
 def test_pages_fetched_over_http_extract_the_same(local_policy: FetchPolicy) -> None:
     with serving(root=FLASK_DOCS) as server:
         fetched = HttpStrategy().fetch_page(server.url("/quickstart.html"), local_policy)
