@@ -1,21 +1,49 @@
-"""Django's Redis cache, with one client per connection pool instead of one per call.
+"""Django's Redis cache, with connection pools and clients shared by the whole process.
 
-Django's client makes a `redis.Redis` for every cache operation; building one fills its table of response
-callbacks (hundreds of entries) each time, ~0.1 ms of a cached search's few (docs/BENCHMARKS.md). A client
-is only a handle on its pool and safe to reuse, so it is made once per pool."""
+Django keeps a cache backend per context, not per process (`caches` is a context-local). Under the
+router (config/asgi.py) every request runs in a context of its own, so every request built a new backend,
+a new connection pool and a new connection to Redis: a TCP connect and a handshake before its first cache
+read, ~0.5 ms of a cached search's few (docs/BENCHMARKS.md). The pools here belong to the process, keyed
+by their servers and options, so backends made for later requests reuse the first one's connections.
+
+Django's client also makes a `redis.Redis` for every cache operation; building one fills its table of
+response callbacks (hundreds of entries) each time. A client is only a handle on its pool and safe to
+reuse, so it is made once per pool."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient
 
+#: (servers, pool class, options) -> {pool index: pool}, and {id(pool): client}: for the whole process.
+#: redis-py's pools are thread-safe, and reset their connections in a forked child (Celery's workers).
+_POOLS: dict[tuple, dict[int, Any]] = {}
+_CLIENTS: dict[tuple, dict[int, Any]] = {}
+_lock = threading.Lock()
 
-class ReusedClientRedisCacheClient(RedisCacheClient):
+
+class SharedPoolRedisCacheClient(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._clients: dict[int, Any] = {}
+        key = (tuple(self._servers), self._pool_class, repr(sorted(self._pool_options.items())))
+        with _lock:
+            self._pools = _POOLS.setdefault(key, {})
+            self._clients = _CLIENTS.setdefault(key, {})
+
+    def _get_connection_pool(self, write: bool) -> Any:
+        index = self._get_connection_pool_index(write)
+        pool = self._pools.get(index)
+        if pool is None:
+            with _lock:  # two first requests at once: one pool
+                pool = self._pools.get(index)
+                if pool is None:
+                    pool = self._pools[index] = self._pool_class.from_url(
+                        self._servers[index], **self._pool_options
+                    )
+        return pool
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
         pool = self._get_connection_pool(write)
@@ -28,4 +56,4 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
 class RedisCache(DjangoRedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
-        self._class = ReusedClientRedisCacheClient
+        self._class = SharedPoolRedisCacheClient
