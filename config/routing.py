@@ -1,7 +1,8 @@
 """Which of Django's two handlers serves a request under the ASGI server (config/asgi.py builds the app).
 
 Views marked `served_async` (config/streaming.py) go to Django's ASGI handler; everything else to Django's
-WSGI handler on a fixed thread pool (a2wsgi), whose threads keep their database connections.
+WSGI handler on a fixed thread pool (a2wsgi's, config/wsgi_bridge.py), whose threads keep their database
+connections.
 
 Django's ASGI handler runs each request's view in a thread of its own, and each such thread opens its own
 database connection: a burst of 300 chats would ask PostgreSQL for 300 at once (it refused past its
@@ -15,11 +16,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from a2wsgi import WSGIMiddleware
 from django.core.handlers.asgi import ASGIHandler
 from django.core.signals import request_finished
 from django.db import connections
 from django.urls import Resolver404, get_resolver
+
+from config.wsgi_bridge import BufferedWSGIMiddleware
 
 
 def served_async(path: str) -> bool:
@@ -43,7 +45,7 @@ def close_request_connections(sender: Any, **_kwargs: Any) -> None:
 class Router:
     def __init__(self, *, asgi: Any, wsgi: Any, threads: int, starts: int) -> None:
         self.asgi = asgi
-        self.wsgi = WSGIMiddleware(wsgi, workers=threads)
+        self.wsgi = BufferedWSGIMiddleware(wsgi, workers=threads)
         self.starts = starts
         self._slots: asyncio.Semaphore | None = None  # made on the server's event loop, at first use
         request_finished.connect(close_request_connections, dispatch_uid="config.routing.close_connections")

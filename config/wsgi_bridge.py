@@ -1,0 +1,85 @@
+"""Django's WSGI handler under the ASGI server, answering from the event loop (config/routing.py uses it).
+
+a2wsgi runs the WSGI app on its thread pool and hands every piece of the response to the event loop as it
+comes: the status and headers, each body chunk, the end. Each hand-off is a blocking round trip from the
+thread to the loop and back (two thread wake-ups), three for an ordinary response. py-spy put a search
+thread waiting on them for about half of the time it held a request. Here the thread collects an ordinary
+response (Django's HttpResponse: its content is in memory already) and the loop sends it once the app has
+returned: one hand-off, when the thread's work is done. A streaming response (a file, an event stream:
+Django marks them `streaming`) is sent as it comes, as a2wsgi does.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from typing import Any
+
+from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
+
+
+class BufferedWSGIMiddleware(WSGIMiddleware):
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)
+        responder = BufferedResponder(self.app, self.executor, self.send_queue_size)
+        return await responder(scope, receive, send)
+
+
+class BufferedResponder(WSGIResponder):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start: dict | None = None
+        self.chunks: list[bytes] = []
+        self.streaming = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        environ = build_environ(scope, Body(self.loop, receive))
+        sender = self.loop.create_task(self.sender(send))
+        try:
+            run = functools.partial(contextvars.copy_context().run, self.wsgi)
+            await self.loop.run_in_executor(self.executor, run, environ, self.start_response)
+            if not self.streaming:  # the whole response, from the loop, in order
+                if self.start is not None:
+                    await self.send_queue.put(self.start)
+                await self.send_queue.put({"type": "http.response.body", "body": b"".join(self.chunks)})
+            await self.send_queue.put(None)
+            await sender
+            if self.exc_info is not None:
+                raise self.exc_info[0].with_traceback(self.exc_info[1], self.exc_info[2])
+        finally:
+            if not sender.done():
+                sender.cancel()
+
+    # In the app's thread from here on.
+
+    def start_response(self, status: str, response_headers: list, exc_info: Any = None) -> Any:
+        self.exc_info = exc_info
+        if self.start is None:
+            code, _ = status.split(" ", 1)
+            headers = [
+                (name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
+                for name, value in response_headers
+            ]
+            self.start = {"type": "http.response.start", "status": int(code), "headers": headers}
+        return self._body
+
+    def _body(self, chunk: bytes) -> None:
+        if self.streaming:
+            self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+        else:
+            self.chunks.append(chunk)
+
+    def wsgi(self, environ: dict, start_response: Any) -> None:
+        iterable = self.app(environ, start_response)
+        try:
+            if getattr(iterable, "streaming", False):  # Django's StreamingHttpResponse, FileResponse
+                self.streaming = True
+                if self.start is not None:
+                    self.send(self.start)
+            for chunk in iterable:
+                self._body(chunk)
+            if self.streaming:
+                self.send({"type": "http.response.body", "body": b""})
+        finally:
+            getattr(iterable, "close", lambda: None)()
