@@ -19,7 +19,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -170,23 +170,59 @@ def _search_entry_key(workspace_id: int, key: str) -> str:
     return f"searchcache:v1:{int(workspace_id)}:{key}"
 
 
-def search_lookup(*, workspace_id: int, key: str) -> tuple[str | None, CachedSearch | None]:
-    """The workspace's generation and the answer cached for `key` under it, in one round trip. The
-    generation is None when the cache is off (or a new one could not be read back)."""
+class SearchLookup(NamedTuple):
+    #: the workspace's current generation; None when the cache is off (or a new one could not be read back)
+    generation: str | None
+    #: the answer cached for the question under that generation
+    cached: CachedSearch | None
+    #: what a search of the workspace needs besides its hits, as of that generation
+    facts: WorkspaceFacts | None
+
+
+@dataclass(frozen=True)
+class WorkspaceFacts:
+    """True of a workspace for one generation: every change to either replaces the generation (pausing a
+    source with "leave out of search" does; chunks change model only when they are written)."""
+
+    #: sources paused with "leave out of search"
+    hidden_sources: frozenset[int]
+    #: chunks embedded by another model than the deployment's (the reindex notice)
+    stale_chunks: int
+
+
+def _facts_key(workspace_id: int, model_name: str) -> str:
+    # The deployment's model is part of the key: it changes on a restart, not with the generation.
+    model = hashlib.sha256(model_name.encode()).hexdigest()[:16]
+    return f"searchcache:v1:{int(workspace_id)}:facts:{model}"
+
+
+def search_lookup(*, workspace_id: int, key: str, model_name: str = "") -> SearchLookup:
+    """The workspace's generation, the answer cached for `key` under it and the workspace's facts, in one
+    round trip."""
     if settings.SEARCH_CACHE_TTL <= 0:
-        return None, None
+        return SearchLookup(None, None, None)
     generation_key = _generation_key(workspace_id)
-    found = cache.get_many([generation_key, _search_entry_key(workspace_id, key)])
+    entry_key, facts_key = _search_entry_key(workspace_id, key), _facts_key(workspace_id, model_name)
+    found = cache.get_many([generation_key, entry_key, facts_key])
     generation = found.get(generation_key)
     if generation is None:
         cache.add(generation_key, uuid.uuid4().hex, timeout=None)  # another process may win: read it back
-        return cache.get(generation_key), None
-    entry = found.get(_search_entry_key(workspace_id, key))
+        return SearchLookup(cache.get(generation_key), None, None)
+    facts = found.get(facts_key)
+    facts = facts["facts"] if facts and facts["generation"] == generation else None
+    entry = found.get(entry_key)
     if not entry or entry["workspace_id"] != workspace_id or entry["generation"] != generation:
-        return generation, None
+        return SearchLookup(generation, None, facts)
     if any(p["workspace_id"] != workspace_id for p in entry["passages"]):
-        return generation, None
-    return generation, CachedSearch(passages=entry["passages"], stale_chunks=entry["stale_chunks"])
+        return SearchLookup(generation, None, facts)
+    cached = CachedSearch(passages=entry["passages"], stale_chunks=entry["stale_chunks"])
+    return SearchLookup(generation, cached, facts)
+
+
+def facts_store(*, workspace_id: int, generation: str, model_name: str, facts: WorkspaceFacts) -> None:
+    """Keep the workspace's facts as read after `generation` was: served only while it is current."""
+    entry = {"generation": generation, "facts": facts}
+    cache.set(_facts_key(workspace_id, model_name), entry, timeout=settings.SEARCH_CACHE_TTL)
 
 
 def search_store(
@@ -219,25 +255,3 @@ def searches_changed(workspace_id: int) -> None:
     that the commit replaces, so it is never served."""
     invalidate_searches(workspace_id=workspace_id)
     transaction.on_commit(lambda: invalidate_searches(workspace_id=workspace_id))
-
-
-# --- what a search costs on a miss: the reindex notice, once per generation -------------------------
-
-
-def _stale_key(workspace_id: int, generation: str, model_name: str) -> str:
-    model = hashlib.sha256(model_name.encode()).hexdigest()[:16]
-    return f"searchcache:v1:{int(workspace_id)}:stale:{generation}:{model}"
-
-
-def stale_count(*, workspace_id: int, generation: str | None, model_name: str, count: Any) -> int:
-    """How many of the workspace's chunks another model embedded (`count()` asks the database), kept
-    for the generation: chunks only change model when they are written, and every write of a chunk
-    replaces the generation. The deployment's model is part of the key (it changes on a restart)."""
-    if generation is None:
-        return count()
-    key = _stale_key(workspace_id, generation, model_name)
-    stale = cache.get(key)
-    if stale is None:
-        stale = count()
-        cache.set(key, stale, timeout=settings.SEARCH_CACHE_TTL)
-    return stale

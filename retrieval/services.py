@@ -124,10 +124,11 @@ def search_hits(
     params: SearchParams,
     vector: np.ndarray | None = None,
     embedder: Embedder | None = None,
+    hidden_sources: frozenset[int] | None = None,
 ) -> list[tuple[VectorHit, float, float]]:
     """Ranked (hit, vector score, keyword score) for a query; the hit's score is the reported one.
     `embedder`: the one that embedded the chunks searched (an agent's own), whose vectors alone are
-    compared with the query's."""
+    compared with the query's. `hidden_sources`: see _without_hidden_sources."""
     store = vector_stores["default"]
     embedder = embedder or embedders["default"]
     want_vector = params.mode in ("hybrid", "vector")
@@ -171,7 +172,7 @@ def search_hits(
         vector_scores, keyword_scores = {}, {h.chunk_id: h.score for h in by_keyword}
         order = [h.chunk_id for h in by_keyword]
 
-    order = _without_hidden_sources(workspace_id, order)
+    order = _without_hidden_sources(workspace_id, order, hidden_sources)
     ranked = []
     for cid in order:
         v, k = vector_scores.get(cid, 0.0), keyword_scores.get(cid, 0.0)
@@ -193,30 +194,42 @@ class SearchResult:
 def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> SearchResult:
     """The search API's search. The same question with the same settings, asked again before the
     workspace's knowledge changes, is answered from the search cache: no embedding, no search and no
-    query, the passages as they were found (retrieval/cache.py says what keeps them current)."""
+    query, the passages as they were found (retrieval/cache.py says what keeps them current). A new
+    question reads the workspace's hidden sources and reindex notice from the cache too, in the same
+    round trip, once they were counted for the current generation."""
     model_name = providers.embedder_for(_one_agent(params.filters)).model_name
     params = with_workspace_bm25(params, workspace_id)
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
-    generation, cached = semantic_cache.search_lookup(workspace_id=workspace_id, key=key)
-    if cached is not None:
-        passages = [Passage(**_passage_fields(p)) for p in cached.passages]
-        return SearchResult(passages=passages, stale_chunks=cached.stale_chunks, cached=True)
-    passages, reranked_as_asked = _search_passages(workspace_id=workspace_id, query=query, params=params)
-    stale = semantic_cache.stale_count(
-        workspace_id=workspace_id,
-        generation=generation,
-        model_name=embedders["default"].model_name,
-        count=lambda: stale_embeddings(workspace_id=workspace_id),
+    deployment_model = embedders["default"].model_name
+    found = semantic_cache.search_lookup(workspace_id=workspace_id, key=key, model_name=deployment_model)
+    if found.cached is not None:
+        passages = [Passage(**_passage_fields(p)) for p in found.cached.passages]
+        return SearchResult(passages=passages, stale_chunks=found.cached.stale_chunks, cached=True)
+    facts = found.facts
+    if facts is None:
+        facts = semantic_cache.WorkspaceFacts(
+            hidden_sources=frozenset(_hidden_sources(workspace_id)),
+            stale_chunks=stale_embeddings(workspace_id=workspace_id),
+        )
+        if found.generation is not None:
+            semantic_cache.facts_store(
+                workspace_id=workspace_id,
+                generation=found.generation,
+                model_name=deployment_model,
+                facts=facts,
+            )
+    passages, reranked_as_asked = _search_passages(
+        workspace_id=workspace_id, query=query, params=params, hidden_sources=facts.hidden_sources
     )
-    if generation is not None and reranked_as_asked:  # a reranker's failure is not kept for later
+    if found.generation is not None and reranked_as_asked:  # a reranker's failure is not kept for later
         semantic_cache.search_store(
             workspace_id=workspace_id,
             key=key,
-            generation=generation,
+            generation=found.generation,
             passages=[asdict(p) for p in passages],
-            stale_chunks=stale,
+            stale_chunks=facts.stale_chunks,
         )
-    return SearchResult(passages=passages, stale_chunks=stale, cached=False)
+    return SearchResult(passages=passages, stale_chunks=facts.stale_chunks, cached=False)
 
 
 _PASSAGE_FIELDS = frozenset(Passage.__dataclass_fields__)
@@ -235,22 +248,29 @@ def _one_agent(filters: Filters | None) -> int | None:
     return None
 
 
-def _without_hidden_sources(workspace_id: int, chunk_ids: list[str]) -> list[str]:
+def _hidden_sources(workspace_id: int) -> list[int]:
+    with workspace_scope(workspace_id):
+        return list(Source.objects.filter(paused=True, hidden_while_paused=True).values_list("id", flat=True))
+
+
+def _without_hidden_sources(
+    workspace_id: int, chunk_ids: list[str], hidden: frozenset[int] | None = None
+) -> list[str]:
     """Drop chunks of sources paused with "leave out of search": kept in the store, never found. Applied on
     top of the stores' own workspace and metadata filters (which stay as they are), so both stores and the
-    semantic cache (invalidated when a source is paused) agree. Costs one indexed query when no source of
-    the workspace is hidden."""
+    semantic cache (invalidated when a source is paused) agree. `hidden`: the hidden sources, when the
+    caller knows them (the search cache keeps them per generation); otherwise one indexed query finds them."""
     if not chunk_ids:
         return chunk_ids
+    hidden = _hidden_sources(workspace_id) if hidden is None else hidden
+    if not hidden:
+        return chunk_ids
     with workspace_scope(workspace_id):
-        hidden = list(
-            Source.objects.filter(paused=True, hidden_while_paused=True).values_list("id", flat=True)
-        )
-        if not hidden:
-            return chunk_ids
         dropped = {
             str(i)
-            for i in Chunk.objects.filter(id__in=chunk_ids, source_id__in=hidden).values_list("id", flat=True)
+            for i in Chunk.objects.filter(id__in=chunk_ids, source_id__in=list(hidden)).values_list(
+                "id", flat=True
+            )
         }
     return [cid for cid in chunk_ids if cid not in dropped]
 
@@ -264,22 +284,44 @@ def search_passages(
 
 
 def _search_passages(
-    *, workspace_id: int, query: str, params: SearchParams | None = None, agent_id: int | None = None
+    *,
+    workspace_id: int,
+    query: str,
+    params: SearchParams | None = None,
+    agent_id: int | None = None,
+    hidden_sources: frozenset[int] | None = None,
 ) -> tuple[list[Passage], bool]:
     """The passages, and whether the reranker asked for (if any) ranked them."""
     params = with_workspace_bm25(params or SearchParams(), workspace_id)
     with metrics.timed(metrics.SEARCH_SECONDS, mode=params.mode):
-        return _searched(workspace_id=workspace_id, query=query, params=params, agent_id=agent_id)
+        return _searched(
+            workspace_id=workspace_id,
+            query=query,
+            params=params,
+            agent_id=agent_id,
+            hidden_sources=hidden_sources,
+        )
 
 
 def _searched(
-    *, workspace_id: int, query: str, params: SearchParams, agent_id: int | None
+    *,
+    workspace_id: int,
+    query: str,
+    params: SearchParams,
+    agent_id: int | None,
+    hidden_sources: frozenset[int] | None,
 ) -> tuple[list[Passage], bool]:
     if agent_id is None:
         # Filtered to one agent: that agent's embedder (its vectors are only comparable with its own).
         # Across agents, the deployment's: agents with their own provider are then found by keywords only.
         embedder = providers.embedder_for(_one_agent(params.filters))
-        ranked = search_hits(workspace_id=workspace_id, query=query, params=params, embedder=embedder)
+        ranked = search_hits(
+            workspace_id=workspace_id,
+            query=query,
+            params=params,
+            embedder=embedder,
+            hidden_sources=hidden_sources,
+        )
     else:
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
         # The agent's chunks were embedded by its embedder: so is the question, and only vectors of that

@@ -109,7 +109,7 @@ def test_an_entry_recording_another_workspace_is_never_served(workspace, other_w
     """Fail-closed beyond the key: an entry found under a workspace's key but recording another
     workspace (a bug, a forged write) is a miss."""
     key = search_cache.search_key({"query": "kettle"})
-    generation, cached = search_cache.search_lookup(workspace_id=other_workspace.id, key=key)
+    generation, cached, _ = search_cache.search_lookup(workspace_id=other_workspace.id, key=key)
     assert cached is None and generation
     passages = [{"chunk_id": "00000000-0000-0000-0000-000000000001", "text": "Their secret"}]
     search_cache.search_store(
@@ -119,22 +119,22 @@ def test_an_entry_recording_another_workspace_is_never_served(workspace, other_w
 
     forged = cache.get(search_cache._search_entry_key(workspace.id, key))
     cache.set(search_cache._search_entry_key(other_workspace.id, key), forged)
-    assert search_cache.search_lookup(workspace_id=other_workspace.id, key=key)[1] is None
+    assert search_cache.search_lookup(workspace_id=other_workspace.id, key=key).cached is None
     # The genuine entry is served to its own workspace once the generation is its own.
     search_cache.search_store(
         workspace_id=other_workspace.id, key=key, generation=generation, passages=passages, stale_chunks=0
     )
-    assert search_cache.search_lookup(workspace_id=other_workspace.id, key=key)[1] is not None
+    assert search_cache.search_lookup(workspace_id=other_workspace.id, key=key).cached is not None
 
 
 def test_an_answer_searched_while_the_sources_changed_is_not_served(workspace):
     key = search_cache.search_key({"query": "kettle"})
-    generation, _ = search_cache.search_lookup(workspace_id=workspace.id, key=key)
+    generation, _, _ = search_cache.search_lookup(workspace_id=workspace.id, key=key)
     search_cache.invalidate_searches(workspace_id=workspace.id)  # an ingest committed mid-search
     search_cache.search_store(
         workspace_id=workspace.id, key=key, generation=generation, passages=[], stale_chunks=0
     )
-    assert search_cache.search_lookup(workspace_id=workspace.id, key=key)[1] is None
+    assert search_cache.search_lookup(workspace_id=workspace.id, key=key).cached is None
 
 
 def test_a_passage_recording_another_workspace_is_never_served(workspace, other_workspace):
@@ -142,14 +142,14 @@ def test_a_passage_recording_another_workspace_is_never_served(workspace, other_
     from django.core.cache import cache
 
     key = search_cache.search_key({"query": "kettle"})
-    generation, _ = search_cache.search_lookup(workspace_id=workspace.id, key=key)
+    generation, _, _ = search_cache.search_lookup(workspace_id=workspace.id, key=key)
     search_cache.search_store(
         workspace_id=workspace.id, key=key, generation=generation, passages=[{"text": "ours"}], stale_chunks=0
     )
     entry = cache.get(search_cache._search_entry_key(workspace.id, key))
     entry["passages"].append({"text": "theirs", "workspace_id": other_workspace.id})
     cache.set(search_cache._search_entry_key(workspace.id, key), entry)
-    assert search_cache.search_lookup(workspace_id=workspace.id, key=key)[1] is None
+    assert search_cache.search_lookup(workspace_id=workspace.id, key=key).cached is None
 
 
 def test_a_hit_reads_no_chunk_source_or_document_from_the_database(api, kettle):
@@ -204,6 +204,28 @@ def test_the_reindex_notice_is_counted_once_per_generation(api, workspace, kettl
     assert "reindex_needed" not in search(api, q="warranty")[1]  # the generation is the same
     search_cache.invalidate_searches(workspace_id=workspace.id)  # as the store's writes do
     assert search(api, q="warranty years")[1]["reindex_needed"]["chunks"] == 1
+
+
+def test_a_new_question_reads_the_workspaces_facts_from_the_cache(api, workspace, kettle):
+    """Hidden sources and the reindex notice are counted once per generation: a second new question asks
+    the database for neither, and hiding a source (a new generation) is seen by the next question."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from ingestion.lifecycle import source_update
+    from sources.models import Source
+
+    assert search(api, q="kettle warranty")[0] == "miss"
+    with CaptureQueriesContext(connection) as queries:
+        status, body = search(api, q="how many years of warranty")
+    assert status == "miss" and titles(body) == ["Warranty"]
+    # Neither the hidden sources nor the chunks of another model were looked for.
+    asked = [q["sql"] for q in queries.captured_queries]
+    assert not [sql for sql in asked if '"hidden_while_paused"' in sql or '"embedding_model"' in sql]
+    with workspace_scope(workspace.id):
+        source_update(source=Source.objects.get(id=kettle.id), paused=True, hidden_while_paused=True)
+    status, body = search(api, q="is there a warranty on kettles")
+    assert status == "miss" and titles(body) == []
 
 
 def test_a_failing_reranker_is_not_cached(api, kettle, settings):

@@ -52,7 +52,7 @@ def test_flask_pages_give_their_title_and_main_text_without_navigation(
 def test_highlighted_code_keeps_its_lines() -> None:
     """Sphinx wraps each token of a code sample in a span; the sample still reads line by line."""
     page = _extract_flask("api.html")
-    assert "@app.route(\"/\")\ndef index():\n    ...\n" in page.text
+    assert '@app.route("/")\ndef index():\n    ...\n' in page.text
     assert "app = Flask('yourapplication')\napp = Flask(__name__.split('.')[0])\n" in page.text
     plain = extract_page(
         "<html><body><article><p>" + LOREM + "</p><pre><span class='k'>def</span> <span class='nf'>f</span>"
