@@ -7,13 +7,14 @@ import logging
 import time
 import traceback
 from datetime import datetime
-from typing import Any, NamedTuple
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Func, JSONField, Q, TextField, Value
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from config.logging import operator_detail
@@ -22,6 +23,7 @@ from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
 from ingestion.kinds.registry import get_kind
+from ingestion.store_behind import StoreBehind
 from retrieval import cache as semantic_cache
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.providers import embedder_for
@@ -46,6 +48,10 @@ class IndexingError(RuntimeError):
 INDEX_BATCH_MAX_CHARS = 300_000
 INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
+# A job embeds this many chunks (two of the built-in embedder's batches) before handing them to be stored.
+INDEX_PART_CHUNKS = 64
+#: A document ready to embed: its chunks and their embedding inputs.
+Prepared = tuple[Document, list[Chunk], list[str]]
 
 
 def batch_budget() -> tuple[int, int]:
@@ -161,7 +167,7 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         if held_until is None:
             held_until = claims.hold_documents([d.id for d in documents])
         started = time.perf_counter()
-        prepared: list[tuple[Document, list[Chunk], list[str]]] = []
+        prepared: list[Prepared] = []
         for document in documents:
             try:
                 chunks = _build_chunks(document)
@@ -178,28 +184,26 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         chunked = time.perf_counter()
         # One pass per embedder: an agent may embed with its own provider (retrieval.providers), and one
         # provider failing fails only its own documents.
-        by_agent: dict[int, list[tuple[Document, list[Chunk], list[str]]]] = {}
+        by_agent: dict[int, list[Prepared]] = {}
         for item in prepared:
             by_agent.setdefault(item[0].source.agent_id, []).append(item)
-        stored: list[tuple[Embedder, list[tuple[Document, list[Chunk], list[str]]], np.ndarray]] = []
+        # Embedded in parts, each stored by another thread while the next is embedded (store_behind.py).
+        behind = StoreBehind()
+        offset = 0
         for agent_id, group in by_agent.items():
             embedder = embedder_for(agent_id)
-            try:
-                vectors = embed_texts([text for _, _, inputs in group for text in inputs], embedder)
-            except EmbeddingError as exc:
-                for document, _, _ in group:
-                    _fail_document(document, exc.message, exc.detail, held_until=held_until)
-                continue
-            stored.append((embedder, group, vectors))
+            for number, part in enumerate(parts := _parts(group)):
+                try:
+                    vectors = embed_texts([text for _, _, inputs in part for text in inputs], embedder)
+                except EmbeddingError as exc:
+                    # The provider failed: this part and the rest of its documents fail with the reason.
+                    for document, _, _ in (item for later in parts[number:] for item in later):
+                        _fail_document(document, exc.message, exc.detail, held_until=held_until)
+                    break
+                behind.submit(partial(_store_part, part, vectors, embedder, held_until))
+                offset += len(vectors)
         embedded = time.perf_counter()
-        offset = 0
-        for embedder, group, vectors in stored:
-            start = 0
-            for document, chunks, inputs in group:
-                vectors_of = vectors[start : start + len(chunks)]
-                _store_document(document, chunks, inputs, vectors_of, embedder, held_until)
-                start += len(chunks)
-            offset += start
+        behind.wait()
         # Where an index job's time goes (the ingestion benchmark reads these lines from worker logs).
         log.info(
             "index timings %s",
@@ -213,6 +217,26 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                 }
             ),
         )
+
+
+def _parts(group: list[Prepared]) -> list[list[Prepared]]:
+    """Whole documents, in order, about INDEX_PART_CHUNKS chunks a part (a long document is one part)."""
+    parts: list[list[Prepared]] = [[]]
+    size = 0
+    for item in group:
+        if size >= INDEX_PART_CHUNKS:
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += len(item[1])
+    return parts
+
+
+def _store_part(part: list[Prepared], vectors: np.ndarray, embedder: Embedder, held_until: datetime) -> None:
+    start = 0
+    for document, chunks, inputs in part:
+        _store_document(document, chunks, inputs, vectors[start : start + len(chunks)], embedder, held_until)
+        start += len(chunks)
 
 
 def _store_document(
@@ -319,40 +343,6 @@ def delete_source_chunks(*, source: Source) -> None:
         chunk_ids = [str(i) for i in Chunk.objects.filter(source_id=source.id).values_list("id", flat=True)]
         delete_chunk_vectors(workspace_id=source.workspace_id, chunk_ids=chunk_ids)
         Chunk.objects.filter(source_id=source.id).delete()
-
-
-class Progress:
-    """Writes where a long job on one source has got to into Source.state["progress"] (the sources page
-    shows "Reading page 3 of 15"): one small UPDATE a second at most, whatever the file's size.
-    Merged into the state in SQL, so it never overwrites what another writer put there meanwhile."""
-
-    def __init__(self, source_id: int, *, every_s: float = 1.0) -> None:
-        self.source_id = source_id
-        self.every_s = every_s
-        self.last = (-every_s, "")
-
-    def __call__(self, stage: str, done: int = 0, total: int = 0) -> None:
-        # A new stage and a stage's last step are always written (a handful per job), the rest once a second.
-        now = time.monotonic()
-        if stage == self.last[1] and done != total and now - self.last[0] < self.every_s:
-            return
-        self.last = (now, stage)
-        report = Value({"progress": {"stage": stage, "done": int(done), "total": int(total)}}, JSONField())
-        Source.objects.filter(id=self.source_id).update(state=_jsonb(F("state"), report, operator="||"))
-
-    def reported(self, report: dict) -> None:
-        """What the isolated parser reported (ingestion.parsers.base.report_progress)."""
-        self(str(report.get("stage", "")), int(report.get("done") or 0), int(report.get("total") or 0))
-
-    def clear(self) -> None:
-        key = Value("progress", TextField())
-        Source.objects.filter(id=self.source_id).update(state=_jsonb(F("state"), key, operator="-"))
-
-
-def _jsonb(left: Any, right: Any, *, operator: str) -> Func:
-    """`left || right` (merge) or `left - right` (drop a key) on a jsonb column, in SQL."""
-    joiner = f" {operator} "
-    return Func(left, right, template="(%(expressions)s)", arg_joiner=joiner, output_field=JSONField())
 
 
 def source_refresh_status(*, source_id: int) -> None:

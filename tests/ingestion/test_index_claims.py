@@ -107,10 +107,12 @@ def test_a_batch_held_by_a_killed_worker_is_put_back_by_the_sweeper_and_indexed_
 
     _pass_the_hold(pages)
     assert sweep_stalled()["documents_requeued"] == 4
+    # The pages' statuses, then their source's, derived from them once the job's last page is stored.
     wait_for(
         lambda: (
             set(Document.unscoped.filter(source_id=pages[0].source_id).values_list("status", flat=True))
             == {Status.DONE}
+            and Source.unscoped.get(id=pages[0].source_id).status == Status.DONE
         ),
         timeout=90,
     )
