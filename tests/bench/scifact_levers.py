@@ -10,7 +10,7 @@ gives the command's figures (keyword 0.7005, vector 0.6768, hybrid 0.7358 on tra
 replay is faithful, printed first by `levers`.
 
     DJANGO_SETTINGS_MODULE=config.settings.local .venv/bin/python -m tests.bench.scifact_levers \
-        --cache /tmp/scifact-cache embed minilm|e5 | levers | subset N M | cost N
+        --cache /tmp/scifact-cache embed minilm|minilm512|e5 | levers [minilm512] | subset N M | cost N
 
 `subset N M`: the judged documents of the first N train queries and M others (evaluation.sample_documents),
 for e5, too slow here to embed the whole corpus (vectors cached by text, so a run can be resumed).
@@ -151,11 +151,26 @@ def by_document(order: list[str], fused: dict[str, float], doc_of: list[str], se
 def embedder(model: str):
     from django.utils.module_loading import import_string
 
+    if model == "minilm512":
+        return _minilm_at(512)
     path = {
         "minilm": "retrieval.embedders.local.MiniLMOnnxEmbedder",
         "e5": "retrieval.embedders.e5.E5SmallEmbedder",
     }
     return import_string(path[model])()
+
+
+def _minilm_at(max_tokens: int):
+    """The built-in MiniLM reading up to `max_tokens` (its position table has 512) instead of the 256 it
+    was trained with: the 2,000-character chunks whole, for the lever "chunks not cut at 256 tokens"."""
+    from retrieval.embedders.local import MiniLMOnnxEmbedder
+
+    class LongerMiniLM(MiniLMOnnxEmbedder):
+        def _load(self) -> None:
+            super()._load()
+            self._tokenizer.enable_truncation(max_length=max_tokens)
+
+    return LongerMiniLM()
 
 
 def embed(cache: Path, model: str) -> None:
@@ -209,11 +224,11 @@ def report(name: str, config: dict, figures: tuple[float, ...]) -> None:
     print(f"{name:34s} nDCG@10 {ndcg:.4f} {halves} Recall@100 {recall:.4f}  {json.dumps(config)}", flush=True)
 
 
-def levers(cache: Path) -> None:
+def levers(cache: Path, model: str = "minilm") -> None:
     doc_ids, inputs = corpus_chunks(cache)
     queries, qrels = train()
     qrels = {q: r for q, r in qrels.items() if q in queries}
-    bm25, dense = BM25(inputs), [load_dense(cache, "minilm")]
+    bm25, dense = BM25(inputs), [load_dense(cache, model)]
     runs = [
         ("keyword (default)", {"mode": "keyword"}),
         ("vector (default)", {"mode": "vector"}),
@@ -237,7 +252,7 @@ def levers(cache: Path) -> None:
         report(name, config, evaluate(qrels, queries, doc_ids, dense, bm25, config))
 
 
-def absolute(cache: Path) -> None:
+def absolute(cache: Path, model: str = "minilm") -> None:
     """The absolute fusion (each candidate's cosine plus its BM25 over the query's maximum) and the
     title's terms counted twice, chunk by chunk as search_hits does, beside the defaults."""
     doc_ids, inputs = corpus_chunks(cache)
@@ -245,7 +260,7 @@ def absolute(cache: Path) -> None:
     qrels = {q: r for q, r in qrels.items() if q in queries}
     title_of = {d.doc_id: d.title for d in evaluation.load_corpus(DATA / "corpus.jsonl")}
     titles = [title_of[d] if inputs[i].startswith(title_of[d]) else "" for i, d in enumerate(doc_ids)]
-    dense = [load_dense(cache, "minilm")]
+    dense = [load_dense(cache, model)]
     for weight in (1, 2):
         bm25 = BM25(inputs, titles, weight)
         runs = [("keyword", {"mode": "keyword"})]
@@ -327,9 +342,9 @@ def main() -> None:
     if opts.action == "embed":
         embed(opts.cache, *opts.args)
     elif opts.action == "levers":
-        levers(opts.cache)
+        levers(opts.cache, *opts.args)  # [minilm|minilm512]: whose cached vectors are the dense signal
     elif opts.action == "absolute":
-        absolute(opts.cache)
+        absolute(opts.cache, *opts.args)
     elif opts.action == "cost":
         cost(opts.cache, int(opts.args[0]))
     else:
