@@ -31,10 +31,14 @@ from ingestion.lanes import Lane
 log = logging.getLogger(__name__)
 
 
+def _prefix(workspace_id: int) -> str:
+    return f"index-wake:{int(workspace_id)}:"
+
+
 def wake_key(*, workspace_id: int, source_id: int, lane: Lane) -> str:
     # An interactive job takes companions of its own source only (indexing._interactive_source).
-    scope = f"source:{source_id}" if lane.name == "interactive" else "workspace"
-    return f"index-wake:{workspace_id}:{scope}"
+    scope = f"source:{int(source_id)}" if lane.name == "interactive" else "workspace"
+    return _prefix(workspace_id) + scope
 
 
 def should_queue(key: str) -> bool:
@@ -48,8 +52,12 @@ def should_queue(key: str) -> bool:
         return True
 
 
-def started(key: str) -> None:
-    """The job holding `key` starts: pages crawled from now on are not in its claim, so they queue anew."""
+def started(key: str, *, workspace_id: int) -> None:
+    """The job holding `key` starts: pages crawled from now on are not in its claim, so they queue anew.
+    A job clears only a mark of its own workspace, whatever its message says."""
+    if not key.startswith(_prefix(workspace_id)):
+        log.warning("index job of workspace %s was handed another workspace's mark %r", workspace_id, key)
+        return
     try:
         cache.delete(key)
     except (RedisError, OSError):

@@ -8,6 +8,7 @@ source's ingestion means is its kind's (ingestion/kinds/); new work is queued by
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -104,8 +105,8 @@ def crawl_page(
             reserved_at=reserved_at,
             max_wait=min(settings.CRAWL_HOST_MAX_WAIT, pages.max_countdown()),
         )
-        lane_of = lanes.lane_for_source_id(workspace_id, document.source_id)
-        lane = lane_of.options
+        page_lane = lanes.lane_for_source_id(workspace_id, document.source_id)
+        lane = page_lane.options
         if not slot.granted and waits < settings.CRAWL_MAX_HOST_WAITS:
             # The host is busy or asks for spacing: come back when our turn should come (spends no attempt).
             pages.page_waits(document=document, seconds=slot.wait)
@@ -146,7 +147,7 @@ def crawl_page(
             )
         elif outcome.index:
             key = index_wakeups.wake_key(
-                workspace_id=workspace_id, source_id=document.source_id, lane=lane_of
+                workspace_id=workspace_id, source_id=document.source_id, lane=page_lane
             )
             transaction.on_commit(lambda: _wake_index(following, key, lane))
         indexing.source_refresh_status(source_id=document.source_id)
@@ -154,7 +155,7 @@ def crawl_page(
         lifecycle.pump_pages(workspace_id=workspace_id, source_id=document.source_id)
 
 
-def _wake_index(following: dict[str, int], key: str, lane: dict) -> None:
+def _wake_index(following: dict[str, int], key: str, lane: dict[str, Any]) -> None:
     """A crawled page's index job, unless one that will claim it already waits (ingestion/index_wakeups)."""
     if index_wakeups.should_queue(key):
         index_document.apply_async(kwargs={**following, "wake": key}, **lane)
@@ -167,7 +168,7 @@ def index_document(*, workspace_id: int, document_id: int, wake: str = "") -> No
     kept pages crawled while this job waited from queueing jobs of their own; cleared before the claim."""
     with workspace_scope(workspace_id):
         if wake:
-            index_wakeups.started(wake)
+            index_wakeups.started(wake, workspace_id=workspace_id)
         passed = indexing.index_ready(workspace_id=workspace_id, document_id=document_id)
         for source_id in passed.sources:
             indexing.source_refresh_status(source_id=source_id)

@@ -19,27 +19,28 @@ from tests.ingestion.test_pages import ARTICLE, add_source, finished
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PAGES = 12
+WS = 10_000_007  # no workspace of the test database: the marks of real crawls are left alone
 
 
 def test_a_page_crawled_while_a_job_waits_queues_none_and_one_crawled_after_it_started_does(settings):
-    key = index_wakeups.wake_key(workspace_id=7, source_id=3, lane=lanes.BULK)
-    index_wakeups.started(key)  # nothing left from another test
+    key = index_wakeups.wake_key(workspace_id=WS, source_id=3, lane=lanes.BULK)
+    index_wakeups.started(key, workspace_id=WS)  # nothing left from another test
     assert index_wakeups.should_queue(key)  # the first page queues the job
     assert not index_wakeups.should_queue(key)  # the next ones find it waiting: its claim takes them
     assert not index_wakeups.should_queue(key)
-    index_wakeups.started(key)  # the job starts, before it claims
+    index_wakeups.started(key, workspace_id=WS)  # the job starts, before it claims
     assert index_wakeups.should_queue(key)  # a page crawled now is not in that claim: a job of its own
-    index_wakeups.started(key)
+    index_wakeups.started(key, workspace_id=WS)
 
 
 def test_the_mark_expires_so_a_lost_job_only_delays_the_next_one(settings):
     settings.INDEX_WAKE_TTL = 1
-    key = index_wakeups.wake_key(workspace_id=8, source_id=1, lane=lanes.BULK)
-    index_wakeups.started(key)
+    key = index_wakeups.wake_key(workspace_id=WS, source_id=1, lane=lanes.BULK)
+    index_wakeups.started(key, workspace_id=WS)
     assert index_wakeups.should_queue(key)
     time.sleep(1.2)  # the job never started (lost): the mark is gone, and the next page queues a job
     assert index_wakeups.should_queue(key)
-    index_wakeups.started(key)
+    index_wakeups.started(key, workspace_id=WS)
 
 
 def test_marks_are_per_workspace_and_per_source_in_the_interactive_lane():
@@ -57,18 +58,27 @@ def test_marks_are_per_workspace_and_per_source_in_the_interactive_lane():
     )
 
 
+def test_a_job_clears_no_other_workspaces_mark():
+    theirs = index_wakeups.wake_key(workspace_id=WS + 1, source_id=1, lane=lanes.BULK)
+    index_wakeups.started(theirs, workspace_id=WS + 1)
+    assert index_wakeups.should_queue(theirs)
+    index_wakeups.started(theirs, workspace_id=WS)  # a message naming another workspace's mark
+    assert not index_wakeups.should_queue(theirs)  # still set: their waiting job still takes their pages
+    index_wakeups.started(theirs, workspace_id=WS + 1)
+
+
 def test_without_redis_every_page_queues_its_job(settings):
     settings.CACHES = {
         "default": {"BACKEND": "config.redis_cache.RedisCache", "LOCATION": "redis://127.0.0.1:9/0"}
     }
-    key = index_wakeups.wake_key(workspace_id=1, source_id=1, lane=lanes.BULK)
+    key = index_wakeups.wake_key(workspace_id=WS, source_id=1, lane=lanes.BULK)
     assert index_wakeups.should_queue(key) and index_wakeups.should_queue(key)
-    index_wakeups.started(key)  # and clearing the mark does not fail the job
+    index_wakeups.started(key, workspace_id=WS)  # and clearing the mark does not fail the job
 
 
 def test_with_coalescing_off_every_page_queues_its_job(settings):
     settings.INDEX_COALESCE_PAGE_JOBS = False
-    key = index_wakeups.wake_key(workspace_id=9, source_id=1, lane=lanes.BULK)
+    key = index_wakeups.wake_key(workspace_id=WS, source_id=2, lane=lanes.BULK)
     assert index_wakeups.should_queue(key) and index_wakeups.should_queue(key)
 
 
