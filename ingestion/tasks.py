@@ -8,7 +8,6 @@ source's ingestion means is its kind's (ingestion/kinds/); new work is queued by
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -16,7 +15,7 @@ from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import transaction
 
-from ingestion import index_wakeups, indexing, lanes, lifecycle, pages, sweeper
+from ingestion import indexing, lanes, lifecycle, pages, sweeper
 from ingestion.crawl import hosts, robots
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.registry import get_kind
@@ -105,8 +104,7 @@ def crawl_page(
             reserved_at=reserved_at,
             max_wait=min(settings.CRAWL_HOST_MAX_WAIT, pages.max_countdown()),
         )
-        page_lane = lanes.lane_for_source_id(workspace_id, document.source_id)
-        lane = page_lane.options
+        lane = lanes.lane_for_source_id(workspace_id, document.source_id).options
         if not slot.granted and waits < settings.CRAWL_MAX_HOST_WAITS:
             # The host is busy or asks for spacing: come back when our turn should come (spends no attempt).
             pages.page_waits(document=document, seconds=slot.wait)
@@ -146,29 +144,17 @@ def crawl_page(
                 **lane,
             )
         elif outcome.index:
-            key = index_wakeups.wake_key(
-                workspace_id=workspace_id, source_id=document.source_id, lane=page_lane
-            )
-            transaction.on_commit(lambda: _wake_index(following, key, lane))
+            transaction.on_commit(lambda: index_document.apply_async(kwargs=following, **lane))
         indexing.source_refresh_status(source_id=document.source_id)
         # This page's place in its source's wave may be free now: publish the next pages.
         lifecycle.pump_pages(workspace_id=workspace_id, source_id=document.source_id)
 
 
-def _wake_index(following: dict[str, int], key: str, lane: dict[str, Any]) -> None:
-    """A crawled page's index job, unless one that will claim it already waits (ingestion/index_wakeups)."""
-    if index_wakeups.should_queue(key):
-        index_document.apply_async(kwargs={**following, "wake": key}, **lane)
-
-
 @shared_task(acks_late=True)
-def index_document(*, workspace_id: int, document_id: int, wake: str = "") -> None:
+def index_document(*, workspace_id: int, document_id: int) -> None:
     """Index this document and, in the same pass, the workspace's other crawled pages waiting for their own
-    jobs (those jobs then find nothing left to claim): see indexing.index_ready. `wake`: the key that
-    kept pages crawled while this job waited from queueing jobs of their own; cleared before the claim."""
+    jobs (those jobs then find nothing left to claim): see indexing.index_ready."""
     with workspace_scope(workspace_id):
-        if wake:
-            index_wakeups.started(wake, workspace_id=workspace_id)
         passed = indexing.index_ready(workspace_id=workspace_id, document_id=document_id)
         for source_id in passed.sources:
             indexing.source_refresh_status(source_id=source_id)

@@ -329,11 +329,6 @@ CRAWL_MAX_ATTEMPTS = env.int("CRAWL_MAX_ATTEMPTS", default=5)
 # A source with more pending documents than this is handed to the index queue, one job per batch
 # (lifecycle.queue_index_jobs): reindexing a big site in one task would outlive the task's time limit.
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
-# A crawled page queues an index job only when none that would claim it is waiting
-# (ingestion/index_wakeups.py); the mark that one waits lasts at most INDEX_WAKE_TTL seconds.
-# False: an index job per crawled page (a benchmark's baseline).
-INDEX_COALESCE_PAGE_JOBS = True
-INDEX_WAKE_TTL = 60
 # Fair work across workspaces (ingestion/lanes.py): small sources' jobs go to the interactive queue ahead of
 # big crawls' jobs, which are published at a lower priority.
 INGESTION_LANES = env.bool("INGESTION_LANES", default=True)

@@ -63,10 +63,6 @@ SITE_PAGES = int(os.environ.get("GROUNDED_BENCH_SITE_PAGES", "120" if FULL else 
 CRAWL_CONCURRENCY = int(os.environ.get("GROUNDED_BENCH_CRAWL_CONCURRENCY", "2"))
 # The crawl worker's niceness: >0 lets the embedder have the cores first and the crawl fill the gaps.
 CRAWL_NICE = int(os.environ.get("GROUNDED_BENCH_CRAWL_NICE", "0"))
-# The Flask crawl again with one index job per crawled page, beside the coalesced jobs (0: skipped).
-FLASK_PAGE_JOBS_BASELINE = os.environ.get("GROUNDED_BENCH_PAGE_JOBS_BASELINE", "1") == "1"
-# Crawl with one job per page first: the first crawl of a run was the slower one in 3 of 4 pairs.
-PAGE_JOBS_FIRST = os.environ.get("GROUNDED_BENCH_PAGE_JOBS_FIRST") == "1"
 _TIMING = re.compile(r"(crawl|index) timings (\{.*\})")
 _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]+)s")
 
@@ -347,18 +343,8 @@ def test_flask_docs_crawl_and_index_beside_the_raw_embedder(workspace, agent):
         server.routes["/robots.txt"] = Reply(200, "User-agent: *\nAllow: /\n", content_type="text/plain")
         inputs = _site_inputs({flask_url(server, p): FLASK_DOCS / p for p in flask_page_paths()})
         raw_before = {**_raw_embedder(inputs), "_inputs": inputs}
-        crawls = [("batched", "flask", None)]
-        if FLASK_PAGE_JOBS_BASELINE:
-            # The same crawl with an index job queued for every crawled page (before ingestion/index_wakeups).
-            per_page = {"DJANGO_SETTINGS_MODULE": "tests.bench.settings_one_index_job_per_page"}
-            crawls.append(("one_index_job_per_page", "flask-job-per-page", per_page))
-        if PAGE_JOBS_FIRST:
-            crawls.reverse()
-        runs = {}
-        for name, tag, extra_env in crawls:
-            Source.unscoped.all().delete()
-            runs[name] = _crawl(workspace, agent, server.url("/sitemap.xml"), tag, extra_env)
-    result = _report(f"flask-docs ({len(flask_page_paths())} pages)", runs, raw_before)
+        batched = _crawl(workspace, agent, server.url("/sitemap.xml"), "flask")
+    result = _report(f"flask-docs ({len(flask_page_paths())} pages)", {"batched": batched}, raw_before)
     assert result["batched"]["status"] == "done" and result["batched"]["chunks"] > 0
 
 
