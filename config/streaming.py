@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import connections
+
+from config.pool_threads import LazyPool, connection_checked
 
 _END = object()
 View = TypeVar("View", bound=Callable | type)
@@ -39,25 +39,12 @@ def served_async(view: View) -> View:
     return view
 
 
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def pool() -> ThreadPoolExecutor:
-    global _pool
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=settings.STREAM_THREADS, thread_name_prefix="stream")
-        return _pool
+pool = LazyPool(lambda: settings.STREAM_THREADS, "stream")
 
 
 def _step(iterator: Iterator[bytes]) -> object:
-    close_old_connections()  # past its age or broken: replaced, as at the start of a request
-    try:
+    with connection_checked():  # past its age or broken: replaced, as at the start of a request
         return next(iterator, _END)
-    finally:
-        if not settings.DATABASES["default"].get("CONN_MAX_AGE"):
-            connections.close_all()
 
 
 def _close(iterator: Iterator[bytes]) -> None:

@@ -16,33 +16,20 @@ start of a request) and given back after it when connections are not kept (DATAB
 from __future__ import annotations
 
 import contextvars
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
-from django.conf import settings
-from django.db import close_old_connections, connection, connections
+from django.db import connection
 
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+from config.pool_threads import LazyPool, connection_checked
 
-
-def _thread() -> ThreadPoolExecutor:
-    global _pool
-    with _lock:
-        if _pool is None:
-            # One thread: parts are stored in the order they were embedded, one transaction at a time.
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-store")
-        return _pool
+# One thread: parts are stored in the order they were embedded, one transaction at a time.
+_thread = LazyPool(lambda: 1, "index-store")
 
 
 def _store_part(store: Callable[[], None]) -> None:
-    close_old_connections()
-    try:
+    with connection_checked():
         store()
-    finally:
-        if not settings.DATABASES["default"].get("CONN_MAX_AGE"):
-            connections.close_all()
 
 
 class StoreBehind:

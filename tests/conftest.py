@@ -102,6 +102,10 @@ def _empty_cache(request):
     yield
 
 
+#: Set once the session's worker runs: from then on it takes any job a test queues (see below).
+_WORKER_STARTED = False
+
+
 @pytest.fixture(autouse=True)
 def _worker_done_with_the_test(request):
     """A test on the real worker leaves no job of its own behind: queued ones are dropped, held ones
@@ -146,10 +150,6 @@ def _remove_test_media():
 
     if settings.configured:
         shutil.rmtree(settings.MEDIA_ROOT, ignore_errors=True)
-
-
-#: Set once the session's worker runs: from then on it takes any job a test queues (see above).
-_WORKER_STARTED = False
 
 
 @pytest.fixture(scope="session")
