@@ -25,6 +25,9 @@ SLOT_TTL_S = 300
 DEFAULT_PAGE_SECONDS = 1.0
 # A reservation is honoured this long after its time (the broker and the worker add some delay).
 RESERVATION_GRACE_S = 30.0
+# A wait this short is slept in the worker rather than sent back through the broker: a page woken a little
+# before its reserved time must not start early (Crawl-delay is a floor), nor lose its place in the line.
+SLEEP_IN_PLACE_S = 0.5
 
 _ACQUIRE = """
 local now, limit, delay = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -33,7 +36,11 @@ local min_wait, max_wait, grace = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
 local held = redis.call('ZCARD', KEYS[1])
 local next_at = tonumber(redis.call('GET', KEYS[2]) or '0')
-local my_turn = reserved > 0 and reserved <= now + 0.05 and now - reserved <= grace
+if reserved > now and reserved - now <= max_wait then
+  -- Woken before the reserved time (a countdown is not exact): keep the reservation, wait the rest.
+  return {0, tostring(reserved - now), tostring(reserved)}
+end
+local my_turn = reserved > 0 and now - reserved <= grace
 if held < limit and (my_turn or next_at <= now) then
   redis.call('ZADD', KEYS[1], now, lease)
   redis.call('EXPIRE', KEYS[1], ttl)
@@ -90,6 +97,14 @@ def _keys(url: str) -> list[str]:
 
 def acquire(url: str, *, crawl_delay: float = 0.0, reserved_at: float = 0.0, max_wait: float = 600.0) -> Slot:
     """A slot for one page of url's host, or how long to wait for one (never longer than max_wait)."""
+    slot = _ask(url, crawl_delay=crawl_delay, reserved_at=reserved_at, max_wait=max_wait)
+    if not slot.granted and slot.reserved_at and slot.wait <= SLEEP_IN_PLACE_S:
+        time.sleep(slot.wait)
+        slot = _ask(url, crawl_delay=crawl_delay, reserved_at=slot.reserved_at, max_wait=max_wait)
+    return slot
+
+
+def _ask(url: str, *, crawl_delay: float, reserved_at: float, max_wait: float) -> Slot:
     lease = uuid.uuid4().hex
     granted, wait, reserved = _redis().eval(
         _ACQUIRE,
