@@ -22,7 +22,7 @@ from django.db import connection
 from config import metrics
 from config.backends import embedders, rerankers, vector_stores
 from retrieval import cache as semantic_cache
-from retrieval import keyword, providers
+from retrieval import keyword, providers, resident
 from retrieval.embedders.base import Embedder
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, validate_filters
@@ -125,10 +125,13 @@ def search_hits(
     vector: np.ndarray | None = None,
     embedder: Embedder | None = None,
     hidden_sources: frozenset[int] | None = None,
+    generation: str | None = None,
 ) -> list[tuple[VectorHit, float, float]]:
     """Ranked (hit, vector score, keyword score) for a query; the hit's score is the reported one.
     `embedder`: the one that embedded the chunks searched (an agent's own), whose vectors alone are
-    compared with the query's. `hidden_sources`: see _without_hidden_sources."""
+    compared with the query's. `hidden_sources`: see _without_hidden_sources. `generation`: the search
+    cache's generation read before this search, under which a copy of a small workspace's vectors in
+    memory may be searched instead of the store's (retrieval/resident.py)."""
     store = vector_stores["default"]
     embedder = embedder or embedders["default"]
     want_vector = params.mode in ("hybrid", "vector")
@@ -144,11 +147,13 @@ def search_hits(
         # The query is embedded in another thread (ONNX releases the GIL) while the store searches its
         # keywords in this one, on this thread's database connection.
         embedding = _embed_meanwhile(embedder, query) if vector is None else None
+        held = _resident_vectors(store, workspace_id, embedder, params, generation)
         hits = store.hybrid_search(
             vector=embedding.result if embedding is not None else lambda: vector,
             terms=terms,
             top_k=params.candidates,
             model_name=embedder.model_name,
+            resident=held,
             **bm25,
             **common,
         )
@@ -162,9 +167,13 @@ def search_hits(
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
     elif want_vector:
         vector = embedder.embed_query(query) if vector is None else vector
-        by_vector = store.search(
-            vector=vector, top_k=params.candidates, model_name=embedder.model_name, **common
-        )
+        held = _resident_vectors(store, workspace_id, embedder, params, generation)
+        if held is not None:
+            by_vector = held.top(vector, params.candidates, params.min_score)
+        else:
+            by_vector = store.search(
+                vector=vector, top_k=params.candidates, model_name=embedder.model_name, **common
+            )
         vector_scores, keyword_scores = {h.chunk_id: h.score for h in by_vector}, {}
         order = [h.chunk_id for h in by_vector]
     else:
@@ -181,6 +190,15 @@ def search_hits(
             continue
         ranked.append((VectorHit(chunk_id=cid, score=score), v, k))
     return ranked
+
+
+def _resident_vectors(
+    store: Any, workspace_id: int, embedder: Embedder, params: SearchParams, generation: str | None
+) -> resident.ResidentVectors | None:
+    """The workspace's vectors in memory, for an unfiltered search of a store that can use them."""
+    if params.filters or not store.searches_resident_vectors:
+        return None
+    return resident.held(workspace_id=workspace_id, model_name=embedder.model_name, generation=generation)
 
 
 @dataclass(frozen=True)
@@ -219,7 +237,11 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
                 facts=facts,
             )
     passages, reranked_as_asked = _search_passages(
-        workspace_id=workspace_id, query=query, params=params, hidden_sources=facts.hidden_sources
+        workspace_id=workspace_id,
+        query=query,
+        params=params,
+        hidden_sources=facts.hidden_sources,
+        generation=found.generation,
     )
     if found.generation is not None and reranked_as_asked:  # a reranker's failure is not kept for later
         semantic_cache.search_store(
@@ -290,6 +312,7 @@ def _search_passages(
     params: SearchParams | None = None,
     agent_id: int | None = None,
     hidden_sources: frozenset[int] | None = None,
+    generation: str | None = None,
 ) -> tuple[list[Passage], bool]:
     """The passages, and whether the reranker asked for (if any) ranked them."""
     params = with_workspace_bm25(params or SearchParams(), workspace_id)
@@ -300,6 +323,7 @@ def _search_passages(
             params=params,
             agent_id=agent_id,
             hidden_sources=hidden_sources,
+            generation=generation,
         )
 
 
@@ -310,6 +334,7 @@ def _searched(
     params: SearchParams,
     agent_id: int | None,
     hidden_sources: frozenset[int] | None,
+    generation: str | None,
 ) -> tuple[list[Passage], bool]:
     if agent_id is None:
         # Filtered to one agent: that agent's embedder (its vectors are only comparable with its own).
@@ -321,6 +346,7 @@ def _searched(
             params=params,
             embedder=embedder,
             hidden_sources=hidden_sources,
+            generation=generation,
         )
     else:
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})

@@ -14,7 +14,8 @@
 #   2. retrieval at scale: one workspace of 100,000 then 1,000,000 synthetic chunks
 #      (GROUNDED_BENCH_SIZES="100000" for the shorter run; the 1M run takes tens of minutes on 2 cores)
 #   3. the search API's latency over HTTP (gunicorn on 127.0.0.1) on SciFact's 5,748 chunks, beside the
-#      raw parts of a search (tests/bench/test_search_latency.py; ~2 min)
+#      raw parts of a search, vectors searched in PostgreSQL (asgi-store) beside in memory (asgi)
+#      (tests/bench/test_search_latency.py; ~3 min)
 # Retrieval quality on SciFact is `manage.py evaluate_retrieval`; see docs/BENCHMARKS.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +28,7 @@ export DJANGO_SETTINGS_MODULE=config.settings.test
 .venv/bin/python -m pytest tests/bench/test_extract_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_PIPELINE=full .venv/bin/python -m pytest tests/bench/test_pipeline_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_parsing_bench.py -m bench -q -s "$@"
-GROUNDED_BENCH_SEARCH_DOCS=all GROUNDED_BENCH_SEARCH_QUERIES=200 \
+GROUNDED_BENCH_SEARCH_DOCS=all GROUNDED_BENCH_SEARCH_QUERIES=200 GROUNDED_BENCH_SEARCH_SERVER=asgi-store,asgi \
   .venv/bin/python -m pytest tests/bench/test_search_latency.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_resync_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_streaming_bench.py -m bench -q -s "$@"

@@ -301,6 +301,11 @@ SEMANTIC_CACHE_TTL = env.int("SEMANTIC_CACHE_TTL", default=300)
 SEMANTIC_CACHE_MAX_ENTRIES = env.int("SEMANTIC_CACHE_MAX_ENTRIES", default=100)
 # The search API's answers, per workspace and question, until the workspace's sources change (0: off).
 SEARCH_CACHE_TTL = env.int("SEARCH_CACHE_TTL", default=300)
+# A workspace of up to this many vectors is searched from a copy in each web process's memory (0: off);
+# all copies of a process together stay under the byte budget (retrieval/resident.py). 20,000 vectors of
+# 384 floats are ~31 MB.
+SEARCH_RESIDENT_MAX_CHUNKS = env.int("SEARCH_RESIDENT_MAX_CHUNKS", default=20_000)
+SEARCH_RESIDENT_MAX_BYTES = env.int("SEARCH_RESIDENT_MAX_BYTES", default=256 * 1024 * 1024)
 
 # --- Crawling ---
 # Private networks (10/8, 192.168/16, loopback...) are refused unless a deployment opts in.

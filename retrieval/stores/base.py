@@ -97,6 +97,9 @@ def _same(left: Any, right: Any) -> bool:
 
 
 class VectorStore(ABC):
+    #: whether hybrid_search can use the vectors retrieval/resident.py holds in memory
+    searches_resident_vectors = False
+
     @abstractmethod
     def upsert(self, *, workspace_id: int, records: list[VectorRecord], model_name: str) -> None:
         """Insert or replace the records' vectors, keyword terms and metadata."""
@@ -144,11 +147,13 @@ class VectorStore(ABC):
         filters: Filters | None = None,
         k1: float = keyword.K1,
         b: float = keyword.B,
+        resident: Any = None,
     ) -> HybridHits:
         """Both searches' top_k, then each one's candidates scored by the other retriever (so a hit's
         reported score can be the stronger of the two). `vector` returns the query's embedding, waiting
         for it if need be: the keyword search runs first, while the query is being embedded. A store may
-        do this in fewer round trips; the answer must be this one's."""
+        do this in fewer round trips; the answer must be this one's. `resident`: the workspace's vectors
+        in this process's memory (retrieval/resident.py), which a store may search instead of its own."""
         common = {"workspace_id": workspace_id, "min_score": min_score, "filters": filters}
         by_keyword = self.keyword_search(terms=terms, top_k=top_k, k1=k1, b=b, **common)
         query = vector()

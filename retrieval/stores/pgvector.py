@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
@@ -29,6 +29,7 @@ from retrieval.stores.base import (
 from retrieval.stores.pgvector_sql import (
     METRICS,
     filter_sql,
+    given_bm25_sql,
     hybrid_sql,
     keyword_params,
     keyword_sql,
@@ -36,6 +37,9 @@ from retrieval.stores.pgvector_sql import (
 )
 from retrieval.stores.pgvector_writes import delete_postings, write_postings, write_vectors
 from sources.models import EMBEDDING_DIMENSIONS
+
+if TYPE_CHECKING:
+    from retrieval.resident import ResidentVectors
 
 #: hnsw.ef_search by the number of vectors in the chunk table (the graph is shared by all workspaces, so
 #: its size, not the workspace's, decides how far a search must look). The scale benchmark's recall@10:
@@ -72,6 +76,8 @@ class PgVectorStore(VectorStore):
         self.ef_search: int | None = None if str(ef_search) == "auto" else int(ef_search)
         self.maintenance_work_mem = maintenance_work_mem
         self._table_rows: tuple[float, float] | None = None  # (estimate, monotonic time read)
+        # The copies hold unit vectors and compare them by dot product: the cosine, not l2 or ip.
+        self.searches_resident_vectors = metric == "cosine"
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -247,12 +253,14 @@ class PgVectorStore(VectorStore):
         filters: Filters | None = None,
         k1: float = keyword.K1,
         b: float = keyword.B,
+        resident: ResidentVectors | None = None,
     ) -> HybridHits:
         """Two statements instead of four, with the base class's answer. The BM25 ranking (while the query
         is embedded) also returns the query terms' weights; then one statement finds the vector top_k,
         the cosine of the keyword candidates, and the BM25 of the vector candidates from those weights
         and only their own postings (the chunk index) rather than every posting of the terms again.
-        Filtered searches, whose keyword ranking has its own fallbacks, take the base class's path."""
+        Filtered searches, whose keyword ranking has its own fallbacks, take the base class's path.
+        `resident`: the workspace's vectors held in memory (retrieval/resident.py), searched there."""
         if filters or not terms:
             return super().hybrid_search(
                 workspace_id=workspace_id, vector=vector, terms=terms, top_k=top_k, model_name=model_name,
@@ -271,25 +279,29 @@ class PgVectorStore(VectorStore):
             weights = [(term, w) for part, _cid, w, term in parts if part == 1]
             constants = {part: value for part, _cid, value, _t in parts if part in (2, 3)}
             params.update(
-                vector=vector_literal(vector()),
-                model=model_name,
                 kw_ids=[h.chunk_id for h in by_keyword],
                 wterms=[term for term, _w in weights],
                 ws=[w for _term, w in weights],
                 avg=constants.get(2),
                 norm=constants.get(3),
             )
-            sql = hybrid_sql(self.metric, with_floor=min_score is not None)
-            rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
-        by_vector = [VectorHit(cid, float(score)) for part, cid, score in rows if part == 0]
+            if resident is not None and (resident.workspace_id, resident.model_name) != (
+                workspace_id,
+                model_name,
+            ):
+                raise VectorStoreError("Vectors of another workspace or model were offered to a search.")
+            if resident is not None and self.searches_resident_vectors:
+                rest = self._vectors_in_memory(cursor, resident, vector(), params, top_k, min_score)
+            else:
+                params.update(vector=vector_literal(vector()), model=model_name)
+                rest = self._vectors_in_sql(cursor, params, top_k, min_score)
+        by_vector, rescored_vector, rescored_keyword = rest
         vector_scores = {h.chunk_id: h.score for h in by_vector}
         keyword_scores = {h.chunk_id: h.score for h in by_keyword}
         # As the base class: keyword candidates get their cosine, then vector candidates their BM25.
-        rescored_vector = {cid: float(score) for part, cid, score in rows if part == 1}
         vector_scores.update(
             {c: rescored_vector[c] for c in keyword_scores if c not in vector_scores and c in rescored_vector}
         )
-        rescored_keyword = {cid: min(1.0, float(score)) for part, cid, score in rows if part == 2}
         keyword_scores.update(
             {
                 c: rescored_keyword[c]
@@ -298,6 +310,36 @@ class PgVectorStore(VectorStore):
             }
         )
         return HybridHits(by_vector, by_keyword, vector_scores, keyword_scores)
+
+    def _vectors_in_sql(
+        self, cursor: Any, params: dict[str, Any], top_k: int, min_score: float | None
+    ) -> tuple[list[VectorHit], dict[str, float], dict[str, float]]:
+        """The vector top_k, the keyword candidates' cosine and the vector candidates' BM25: one statement."""
+        sql = hybrid_sql(self.metric, with_floor=min_score is not None)
+        rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+        by_vector = [VectorHit(cid, float(score)) for part, cid, score in rows if part == 0]
+        rescored_vector = {cid: float(score) for part, cid, score in rows if part == 1}
+        rescored_keyword = {cid: min(1.0, float(score)) for part, cid, score in rows if part == 2}
+        return by_vector, rescored_vector, rescored_keyword
+
+    @staticmethod
+    def _vectors_in_memory(
+        cursor: Any,
+        resident: ResidentVectors,
+        query: np.ndarray,
+        params: dict[str, Any],
+        top_k: int,
+        min_score: float | None,
+    ) -> tuple[list[VectorHit], dict[str, float], dict[str, float]]:
+        """The same three from the workspace's vectors in memory (exact, where HNSW is approximate), and
+        the vector candidates' BM25 from their own postings: a statement without a graph to walk."""
+        by_vector = resident.top(query, top_k, min_score)
+        rescored_vector = resident.scores(query, params["kw_ids"], min_score)
+        rescored_keyword: dict[str, float] = {}
+        if by_vector:
+            cursor.execute(given_bm25_sql(), {**params, "vec_ids": [h.chunk_id for h in by_vector]})
+            rescored_keyword = {cid: min(1.0, float(score)) for cid, score in cursor.fetchall()}
+        return by_vector, rescored_vector, rescored_keyword
 
     def current_ef_search(self) -> int:
         with connection.cursor() as cursor:

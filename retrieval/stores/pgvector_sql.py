@@ -172,6 +172,25 @@ def keyword_sql(
 # --- hybrid -------------------------------------------------------------------------------------
 
 
+def _given_bm25(chunks: str) -> str:
+    """The BM25 of the chunks `chunks` selects, from the query's term weights (keyword_sql(weights=True))."""
+    return (
+        f"SELECT p.chunk_id, {_bm25_sum('%(avg)s::float8')} / %(norm)s::float8 AS score"
+        " FROM retrieval_keywordposting p"
+        " JOIN unnest(%(wterms)s::text[], %(ws)s::float8[]) AS q(term, w) ON q.term = p.term"
+        f" WHERE p.workspace_id = %(workspace)s AND p.chunk_id IN ({chunks})"
+        " GROUP BY p.chunk_id"
+    )
+
+
+def given_bm25_sql() -> str:
+    """(chunk id, BM25) of the chunks in `%(vec_ids)s`, at or above the floor, with the weights of
+    keyword_sql(weights=True): the vector candidates' keyword scores when the vectors were searched
+    elsewhere (retrieval/resident.py)."""
+    scored = _given_bm25("SELECT unnest(%(vec_ids)s::uuid[])")
+    return f"SELECT chunk_id::text, score FROM ({scored}) AS bm WHERE score >= %(floor)s"
+
+
 def hybrid_sql(metric: str, *, with_floor: bool) -> str:
     """The vector top_k (part 0, best first), the cosine of given chunks (part 1: the keyword
     candidates, `%(kw_ids)s`) and the BM25 of the vector candidates (part 2), with the query's term
@@ -184,11 +203,7 @@ def hybrid_sql(metric: str, *, with_floor: bool) -> str:
         f"  ORDER BY {_distance(metric)} LIMIT %(limit)s),"
         " ranked AS (SELECT id, score, row_number() OVER () AS n FROM vec),"
         f" cos AS (SELECT c.id, {score} AS score{rows} AND c.id = ANY(%(kw_ids)s::uuid[])),"
-        f" bm AS (SELECT p.chunk_id, {_bm25_sum('%(avg)s::float8')} / %(norm)s::float8 AS score"
-        "  FROM retrieval_keywordposting p"
-        "  JOIN unnest(%(wterms)s::text[], %(ws)s::float8[]) AS q(term, w) ON q.term = p.term"
-        "  WHERE p.workspace_id = %(workspace)s AND p.chunk_id IN (SELECT id FROM vec)"
-        "  GROUP BY p.chunk_id)"
+        f" bm AS ({_given_bm25('SELECT id FROM vec')})"
         " SELECT part, chunk_id, score FROM ("
         "  SELECT 0 AS part, id::text AS chunk_id, score, n FROM ranked"
         "  UNION ALL SELECT 1, id::text, score, 0 FROM cos"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ingestion.chunking import chunk_id
+from retrieval import resident
 from retrieval.keyword import term_counts
 from retrieval.stores.base import InvalidFilter, VectorRecord, VectorStore
 from sources.models import Chunk, Document, Source
@@ -365,11 +366,15 @@ def test_a_model_change_is_reported_and_reindexed_alike_on_every_store(
         assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"embed-v2"}
 
 
+@pytest.mark.parametrize("in_memory", [False, True], ids=["store", "resident"])
 @pytest.mark.parametrize("min_score", [None, 0.3])
-def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, min_score):
+def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, min_score, in_memory):
     """A store's own hybrid_search (pgvector's two statements) must equal the four searches it replaces:
     both rankings, and every candidate's cosine and BM25 (top 2 of each, so some candidates are only in
-    one list and get scored by the other retriever)."""
+    one list and get scored by the other retriever). So must a search of the workspace's vectors held in
+    memory (retrieval/resident.py), up to float32 rounding of the cosines."""
+    if in_memory and not store.searches_resident_vectors:
+        pytest.skip("this store searches its own vectors only")
     texts = [
         ("Refunds are paid within five days of the return.", unit(1, 0.1)),
         ("Shipping takes two days; refunds are rare.", unit(0, 1)),
@@ -395,7 +400,11 @@ def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, 
         "model_name": MODEL,
         "min_score": min_score,
     }
-    own = store.hybrid_search(vector=query_vector, **arguments)
+    held = None
+    if in_memory:
+        held = resident.load(workspace_id=corpus.workspace.id, model_name=MODEL, generation="g")
+        assert len(held.ids) == len(texts)  # the other workspace's chunk is not in this one's copy
+    own = store.hybrid_search(vector=query_vector, resident=held, **arguments)
     reference = VectorStore.hybrid_search(store, vector=query_vector, **arguments)
     assert asked == [True, True]  # the embedding was asked for once per search
     assert ids(own.by_vector) == ids(reference.by_vector) and len(own.by_vector) == 2
@@ -406,6 +415,6 @@ def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, 
         assert set(own.keyword_scores) - set(ids(own.by_keyword))
         assert set(own.vector_scores) - set(ids(own.by_vector))
     for chunk, score in reference.vector_scores.items():
-        assert own.vector_scores[chunk] == pytest.approx(score, abs=1e-12)
+        assert own.vector_scores[chunk] == pytest.approx(score, abs=1e-6 if in_memory else 1e-12)
     for chunk, score in reference.keyword_scores.items():
         assert own.keyword_scores[chunk] == pytest.approx(score, abs=1e-12)

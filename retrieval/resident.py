@@ -1,0 +1,176 @@
+"""A small workspace's vectors held in this process's memory, so a hybrid search's dense half is an exact
+matrix product instead of an HNSW walk in PostgreSQL.
+
+Why: at 5,748 chunks, PostgreSQL's HNSW statement costs ~4 ms where numpy's exact search of the same
+vectors costs well under one (docs/BENCHMARKS.md, "Search API latency"), and the graph is shared by every
+workspace, so its cost follows the whole table, not the workspace.
+
+What keeps it correct:
+- **Current.** A copy is keyed by the workspace, the model and the search cache's generation
+  (retrieval/cache.py), which every write to what a search finds replaces, at once and on commit. The
+  copy is read *after* that generation was, so it is never older than it; once the generation is replaced
+  the copy is never used again (and is dropped when its slot is needed).
+- **One workspace.** The rows are read with the workspace in the WHERE clause, the copy records its
+  workspace, and `held` returns a copy only to a caller asking for that workspace and model.
+- **Bounded.** Only workspaces up to RESIDENT_MAX_CHUNKS vectors are held, and at most
+  RESIDENT_MAX_BYTES in all per process (least recently used dropped first).
+- **Committed rows only.** A search inside a transaction (which must see its own writes) never uses one.
+- **Never on the request's time.** A search that finds no copy takes the SQL path and asks for one to be
+  built on a background thread (one build per workspace at a time); later searches use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from config.pool_threads import LazyPool, connection_checked
+from retrieval.stores.base import VectorHit
+
+log = logging.getLogger(__name__)
+
+_builds = LazyPool(lambda: 1, "resident-vectors")
+_lock = threading.Lock()
+#: (workspace, model) -> the copy under its generation, least recently used first
+_copies: OrderedDict[tuple[int, str], ResidentVectors] = OrderedDict()
+#: (workspace, model, generation) being built, or found too large to hold under that generation
+_pending: set[tuple[int, str, str]] = set()
+_too_large: set[tuple[int, str, str]] = set()
+
+
+@dataclass(frozen=True)
+class ResidentVectors:
+    workspace_id: int
+    model_name: str
+    generation: str
+    ids: list[str]
+    #: float32 (n, dimensions), each row of unit length, so a dot product is the cosine
+    matrix: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_rows", {cid: i for i, cid in enumerate(self.ids)})
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes) + 100 * len(self.ids)  # the ids and their index, roughly
+
+    def top(self, query: np.ndarray, k: int, floor: float | None) -> list[VectorHit]:
+        """The k nearest by cosine, best first (ties by id, as the SQL's order leaves them arbitrary)."""
+        if not self.ids or k <= 0:
+            return []
+        scores = self._cosines(query)
+        keep = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        hits = [VectorHit(self.ids[i], float(scores[i])) for i in keep]
+        if floor is not None:
+            hits = [h for h in hits if h.score >= floor]
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+
+    def scores(self, query: np.ndarray, chunk_ids: list[str], floor: float | None) -> dict[str, float]:
+        """The cosine of those of chunk_ids held here (a chunk of another model has no vector here)."""
+        rows = [self._rows[c] for c in chunk_ids if c in self._rows]  # type: ignore[attr-defined]
+        if not rows:
+            return {}
+        cosines = self.matrix[rows] @ _unit(query)
+        found = {self.ids[r]: float(s) for r, s in zip(rows, cosines, strict=True)}
+        return {c: s for c, s in found.items() if floor is None or s >= floor}
+
+    def _cosines(self, query: np.ndarray) -> np.ndarray:
+        # einsum stays on this thread: a BLAS product may start threads that fight the embedder's.
+        return np.einsum("ij,j->i", self.matrix, _unit(query))
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def held(*, workspace_id: int, model_name: str, generation: str | None) -> ResidentVectors | None:
+    """The workspace's vectors of `model_name` as of `generation`, when this process holds them; else
+    None, and a build is started in the background if the workspace may be held. Never inside a
+    transaction: its search must see its own writes, which a copy read on another connection does not."""
+    if generation is None or settings.SEARCH_RESIDENT_MAX_CHUNKS <= 0 or connection.in_atomic_block:
+        return None
+    slot = (workspace_id, model_name)
+    with _lock:
+        copy = _copies.get(slot)
+        if copy is not None and copy.generation == generation:
+            _copies.move_to_end(slot)
+            return copy
+        wanted = (workspace_id, model_name, generation)
+        if wanted in _pending or wanted in _too_large:
+            return None
+        _pending.add(wanted)
+    _builds().submit(_build, workspace_id, model_name, generation)
+    return None
+
+
+def _build(workspace_id: int, model_name: str, generation: str) -> None:
+    wanted = (workspace_id, model_name, generation)
+    try:
+        with connection_checked():
+            copy = load(workspace_id=workspace_id, model_name=model_name, generation=generation)
+        with _lock:
+            if copy is None:
+                _too_large.add(wanted)
+            else:
+                _keep(copy)
+    except Exception:  # a failed build leaves the SQL path in charge; the next generation tries again
+        log.exception("resident_vectors_build_failed", extra={"workspace_id": workspace_id})
+    finally:
+        with _lock:
+            _pending.discard(wanted)
+
+
+def load(*, workspace_id: int, model_name: str, generation: str) -> ResidentVectors | None:
+    """Read the workspace's vectors of the model (None when there are more than may be held). Binary
+    (pgvector's vector_send: two int16 then big-endian float32s) rather than text: parsing 2.2 million
+    floats from text would cost more than the searches it saves."""
+    limit = settings.SEARCH_RESIDENT_MAX_CHUNKS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id::text, vector_send(embedding) FROM sources_chunk WHERE workspace_id = %s"
+            " AND embedding IS NOT NULL AND embedding_model = %s LIMIT %s",
+            [workspace_id, model_name, limit + 1],
+        )
+        rows = cursor.fetchall()
+    if len(rows) > limit:
+        return None
+    ids = [cid for cid, _ in rows]
+    if not rows:
+        matrix = np.zeros((0, 0), dtype=np.float32)
+    else:
+        raw = np.stack([np.frombuffer(bytes(b), dtype=">f4", offset=4) for _, b in rows])
+        matrix = raw.astype(np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix /= np.where(norms == 0, 1, norms)
+    return ResidentVectors(workspace_id, model_name, generation, ids, matrix)
+
+
+def _keep(copy: ResidentVectors) -> None:
+    """Hold copy in place of its slot's older one, dropping the least recently used beyond the budget."""
+    slot = (copy.workspace_id, copy.model_name)
+    _copies.pop(slot, None)
+    if copy.nbytes > settings.SEARCH_RESIDENT_MAX_BYTES:
+        return
+    _copies[slot] = copy
+    while sum(c.nbytes for c in _copies.values()) > settings.SEARCH_RESIDENT_MAX_BYTES:
+        _copies.popitem(last=False)
+
+
+def forget_all() -> None:
+    """Drop every copy (tests)."""
+    with _lock:
+        _copies.clear()
+        _too_large.clear()
+
+
+def wait_for_builds() -> None:
+    """Block until the builds asked for so far are done (tests, and the benchmark's warm-up)."""
+    _builds().submit(lambda: None).result()

@@ -1,0 +1,149 @@
+"""A small workspace's vectors searched from this process's memory (retrieval/resident.py): the same
+results as the store's own search, current after every ingest, one workspace's copy never another's,
+and bounded in size. Transactional: a copy is read on its own connection, from committed rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from retrieval import cache as search_cache
+from retrieval import resident
+from tests.factories import index_text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXTS = {
+    "Kettle": "Every kettle carries a two-year warranty. Descale it monthly with citric acid.",
+    "Toaster": "The toaster has six browning levels and a defrost button for frozen bread.",
+    "Blender": "Blender jars are dishwasher safe; the blades lift out for cleaning.",
+    "Returns": "Returns are accepted within 30 days of purchase with the receipt.",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_copies():
+    resident.forget_all()
+    yield
+    resident.wait_for_builds()
+    resident.forget_all()
+
+
+@pytest.fixture
+def shop(workspace, agent):
+    return [index_text(workspace, agent, title, text) for title, text in TEXTS.items()]
+
+
+def ask(client, q: str, **extra):
+    response = client.get("/api/v1/search", {"q": q, "top_k": 3, **extra})
+    assert response.status_code == 200, response.content
+    return [(r["source"]["title"], round(r["score"], 5)) for r in response.json()["results"]]
+
+
+def generation(workspace) -> str:
+    return search_cache.search_lookup(workspace_id=workspace.id, key="-").generation
+
+
+def held_copy(workspace, model: str) -> resident.ResidentVectors | None:
+    resident.held(workspace_id=workspace.id, model_name=model, generation=generation(workspace))
+    resident.wait_for_builds()
+    return resident.held(workspace_id=workspace.id, model_name=model, generation=generation(workspace))
+
+
+def hnsw_statements(client, q: str, **extra) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        ask(client, q, **extra)
+    return sum("hnsw.ef_search" in query["sql"] for query in queries.captured_queries)
+
+
+def test_searches_from_memory_give_the_stores_results(api, workspace, shop, settings):
+    from config.backends import embedders
+
+    questions = ["how long is the kettle warranty", "can I wash the blender jar", "frozen bread", "refund"]
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 0  # the store's own search
+    from_store = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in ("hybrid", "vector")]
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 20_000
+    search_cache.invalidate_searches(workspace_id=workspace.id)  # asked again, not answered from the cache
+    copy = held_copy(workspace, embedders["default"].model_name)
+    assert copy is not None and len(copy.ids) == 4 and copy.workspace_id == workspace.id
+    assert hnsw_statements(api, "descaling with citric acid") == 0  # searched in memory
+    assert hnsw_statements(api, "descaling with citric acid", mode="vector") == 0
+    from_memory = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in ("hybrid", "vector")]
+    assert from_memory == from_store and from_store[0][0][0] == "Kettle"
+
+
+def test_the_first_search_of_a_generation_uses_the_store_and_an_ingest_is_found_at_once(
+    api, workspace, agent, shop
+):
+    from config.backends import embedders
+
+    model = embedders["default"].model_name
+    assert held_copy(workspace, model) is not None
+    assert hnsw_statements(api, "toaster levels") == 0
+    index_text(workspace, agent, "Warranty claims", "Warranty claims for a kettle need the serial number.")
+    # A new generation: the old copy is never searched again; the store answers until a new one is built.
+    assert hnsw_statements(api, "serial number for a warranty claim") == 1
+    assert ask(api, "serial number for a warranty claim")[0][0] == "Warranty claims"
+    copy = held_copy(workspace, model)
+    assert copy is not None and len(copy.ids) == 5
+    assert ask(api, "serial number needed for kettle claims")[0][0] == "Warranty claims"
+
+
+def test_a_copy_is_one_workspaces_and_an_outsider_never_sees_it(
+    api, outsider_api, workspace, other_workspace, other_agent, shop
+):
+    from config.backends import embedders
+
+    model = embedders["default"].model_name
+    index_text(other_workspace, other_agent, "Theirs", "Their kettle warranty lasts ten years.")
+    ours = held_copy(workspace, model)
+    theirs = held_copy(other_workspace, model)
+    assert ours is not None and theirs is not None
+    assert not set(ours.ids) & set(theirs.ids) and len(theirs.ids) == 1
+    assert [title for title, _ in ask(outsider_api, "kettle warranty")] == ["Theirs"]
+    assert "Theirs" not in [title for title, _ in ask(api, "kettle warranty")]
+    # A copy is only handed to the workspace it was read for, whatever generation a caller names.
+    assert (
+        resident.held(workspace_id=other_workspace.id, model_name=model, generation=ours.generation) is None
+    )
+
+
+def test_a_workspace_too_large_to_hold_is_searched_in_the_store(api, workspace, shop, settings):
+    from config.backends import embedders
+
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 3  # the shop has 4
+    assert held_copy(workspace, embedders["default"].model_name) is None
+    assert hnsw_statements(api, "kettle warranty") == 1
+
+
+def test_copies_stay_within_the_byte_budget_least_recently_used_dropped(
+    workspace, other_workspace, agent, other_agent, shop, settings
+):
+    from config.backends import embedders
+
+    model = embedders["default"].model_name
+    index_text(other_workspace, other_agent, "Theirs", "Their kettle warranty lasts ten years.")
+    ours = held_copy(workspace, model)
+    assert ours is not None
+    settings.SEARCH_RESIDENT_MAX_BYTES = ours.nbytes + 10  # room for our copy, not for a second one
+    theirs = held_copy(other_workspace, model)
+    assert theirs is not None
+    assert (
+        resident.held(workspace_id=workspace.id, model_name=model, generation=generation(workspace)) is None
+    )
+    resident.wait_for_builds()  # the lookup above asked for ours again, which now pushes theirs out
+    assert held_copy(workspace, model) is not None
+    assert (
+        resident.held(
+            workspace_id=other_workspace.id, model_name=model, generation=generation(other_workspace)
+        )
+        is None
+    )
+
+
+def test_a_copy_holds_unit_vectors_of_one_model(workspace, shop):
+    copy = resident.load(workspace_id=workspace.id, model_name="another-model", generation="g")
+    assert copy is not None and copy.ids == []
+    assert copy.top(np.ones(384, dtype=np.float32), 5, None) == []
