@@ -1,9 +1,12 @@
-"""A small workspace's vectors held in this process's memory, so a hybrid search's dense half is an exact
-matrix product instead of an HNSW walk in PostgreSQL.
+"""A small workspace's vectors (and, when they cover it, its BM25 postings) held in this process's memory,
+so a search of it is an exact matrix product and a BM25 sum in numpy instead of an HNSW walk and a postings
+scan in PostgreSQL.
 
 Why: at 5,748 chunks, PostgreSQL's HNSW statement costs ~4 ms where numpy's exact search of the same
 vectors costs well under one (docs/BENCHMARKS.md, "Search API latency"), and the graph is shared by every
-workspace, so its cost follows the whole table, not the workspace.
+workspace, so its cost follows the whole table, not the workspace. The postings
+(retrieval/resident_postings.py) are held only when every keyword-indexed chunk is a row of the copy;
+otherwise BM25 stays in SQL.
 
 What keeps it correct:
 - **Current.** A copy is keyed by the workspace, the model and the search cache's generation
@@ -24,14 +27,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
 from config.pool_threads import LazyPool, connection_checked
-from retrieval.stores.base import VectorHit
+from retrieval import resident_postings
+from retrieval.resident_postings import ResidentPostings
+from retrieval.stores.base import HybridHits, VectorHit
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +58,18 @@ class ResidentVectors:
     ids: list[str]
     #: float32 (n, dimensions), each row of unit length, so a dot product is the cosine
     matrix: np.ndarray
+    #: the rows' BM25 postings, when they are all of the workspace's (retrieval/resident_postings.py)
+    postings: ResidentPostings | None = None
+    #: chunk id -> its row
+    row: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_rows", {cid: i for i, cid in enumerate(self.ids)})
+        object.__setattr__(self, "row", {cid: i for i, cid in enumerate(self.ids)})
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes) + 100 * len(self.ids)  # the ids and their index, roughly
+        held = self.postings.nbytes if self.postings is not None else 0
+        return int(self.matrix.nbytes) + 100 * len(self.ids) + held  # the ids and their index, roughly
 
     def top(self, query: np.ndarray, k: int, floor: float | None) -> list[VectorHit]:
         """The k nearest by cosine, best first (ties by id, as the SQL's order leaves them arbitrary)."""
@@ -73,16 +84,53 @@ class ResidentVectors:
 
     def scores(self, query: np.ndarray, chunk_ids: list[str], floor: float | None) -> dict[str, float]:
         """The cosine of those of chunk_ids held here (a chunk of another model has no vector here)."""
-        rows = [self._rows[c] for c in chunk_ids if c in self._rows]  # type: ignore[attr-defined]
+        rows = [self.row[c] for c in chunk_ids if c in self.row]
         if not rows:
             return {}
         cosines = self.matrix[rows] @ _unit(query)
         found = {self.ids[r]: float(s) for r, s in zip(rows, cosines, strict=True)}
         return {c: s for c, s in found.items() if floor is None or s >= floor}
 
+    def keyword_top(
+        self, terms: dict[str, int], k: int, floor: float | None, k1: float, b: float
+    ) -> list[VectorHit]:
+        """The BM25 top k, as the store ranks it (needs postings)."""
+        assert self.postings is not None
+        return resident_postings.rank(self.postings, self.ids, terms, top_k=k, floor=floor, k1=k1, b=b)
+
+    def keyword_scores(
+        self, terms: dict[str, int], chunk_ids: list[str], floor: float | None, k1: float, b: float
+    ) -> dict[str, float]:
+        assert self.postings is not None
+        return resident_postings.scores_of(self.postings, self.row, chunk_ids, terms, floor=floor, k1=k1, b=b)
+
     def _cosines(self, query: np.ndarray) -> np.ndarray:
         # einsum stays on this thread: a BLAS product may start threads that fight the embedder's.
         return np.einsum("ij,j->i", self.matrix, _unit(query))
+
+
+def hybrid_search(
+    copy: ResidentVectors,
+    *,
+    vector: Callable[[], np.ndarray],
+    terms: dict[str, int],
+    top_k: int,
+    min_score: float | None,
+    k1: float,
+    b: float,
+) -> HybridHits:
+    """VectorStore.hybrid_search's answer from a copy with its postings: no statement at all."""
+    by_keyword = copy.keyword_top(terms, top_k, min_score, k1, b)
+    query = vector()
+    by_vector = copy.top(query, top_k, min_score)
+    vector_scores = {h.chunk_id: h.score for h in by_vector}
+    keyword_scores = {h.chunk_id: h.score for h in by_keyword}
+    missing = [c for c in keyword_scores if c not in vector_scores]
+    vector_scores.update(copy.scores(query, missing, min_score))
+    missing = [c for c in vector_scores if c not in keyword_scores]
+    if missing and terms:
+        keyword_scores.update(copy.keyword_scores(terms, missing, min_score, k1, b))
+    return HybridHits(by_vector, by_keyword, vector_scores, keyword_scores)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
@@ -150,7 +198,8 @@ def load(*, workspace_id: int, model_name: str, generation: str) -> ResidentVect
         matrix = raw.astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.where(norms == 0, 1, norms)
-    return ResidentVectors(workspace_id, model_name, generation, ids, matrix)
+    postings = resident_postings.load(workspace_id=workspace_id, ids=ids) if ids else None
+    return ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings)
 
 
 def _keep(copy: ResidentVectors) -> None:

@@ -148,15 +148,22 @@ def search_hits(
         # keywords in this one, on this thread's database connection.
         embedding = _embed_meanwhile(embedder, query) if vector is None else None
         held = _resident_vectors(store, workspace_id, embedder, params, generation)
-        hits = store.hybrid_search(
-            vector=embedding.result if embedding is not None else lambda: vector,
-            terms=terms,
-            top_k=params.candidates,
-            model_name=embedder.model_name,
-            resident=held,
-            **bm25,
-            **common,
-        )
+        query_vector = embedding.result if embedding is not None else lambda: vector
+        if held is not None and held.postings is not None:  # the whole search in memory
+            hits = resident.hybrid_search(
+                held, vector=query_vector, terms=terms, top_k=params.candidates,
+                min_score=params.min_score, **bm25,
+            )  # fmt: skip
+        else:
+            hits = store.hybrid_search(
+                vector=query_vector,
+                terms=terms,
+                top_k=params.candidates,
+                model_name=embedder.model_name,
+                resident=held,
+                **bm25,
+                **common,
+            )
         vector_scores, keyword_scores = hits.vector_scores, hits.keyword_scores
         rankings = [hits.by_vector, hits.by_keyword]
         if params.fusion == "absolute":  # adds scores as they are: each candidate's own two
@@ -177,7 +184,11 @@ def search_hits(
         vector_scores, keyword_scores = {h.chunk_id: h.score for h in by_vector}, {}
         order = [h.chunk_id for h in by_vector]
     else:
-        by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common)
+        held = _resident_vectors(store, workspace_id, embedder, params, generation)
+        if held is not None and held.postings is not None:
+            by_keyword = held.keyword_top(terms, params.candidates, params.min_score, **bm25)
+        else:
+            by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common)
         vector_scores, keyword_scores = {}, {h.chunk_id: h.score for h in by_keyword}
         order = [h.chunk_id for h in by_keyword]
 

@@ -390,8 +390,10 @@ def candidates_beside_exact(scifact: SciFactWorkspace, embedder: Any, claims: li
     from config.backends import vector_stores
     from retrieval import resident
 
+    started = time.perf_counter()
     copy = resident.load(workspace_id=scifact.workspace.id, model_name=embedder.model_name, generation="-")
-    assert copy is not None and sorted(copy.ids) == sorted(scifact.chunk_ids)
+    build_s = time.perf_counter() - started
+    assert copy is not None and sorted(copy.ids) == sorted(scifact.chunk_ids) and copy.postings is not None
     store, k, found = vector_stores["default"], 50, {"resident": 0, "hnsw": 0}
     for claim in claims:
         query = embedder.embed_query(claim)
@@ -405,7 +407,9 @@ def candidates_beside_exact(scifact: SciFactWorkspace, embedder: Any, claims: li
         found["hnsw"] += len({h.chunk_id for h in hnsw} & exact)
     total = k * len(claims)
     assert found["resident"] == total, f"the copy found {found['resident']} of the exact {total}"
-    return {"k": k, "claims": len(claims), **{f"{n}_recall": round(v / total, 4) for n, v in found.items()}}
+    recall = {f"{n}_recall": round(v / total, 4) for n, v in found.items()}
+    held = {"copy_build_s": round(build_s, 3), "copy_mb": round(copy.nbytes / 2**20, 1)}
+    return {"k": k, "claims": len(claims), **recall, **held}
 
 
 def measure_server(

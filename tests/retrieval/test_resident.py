@@ -52,10 +52,15 @@ def held_copy(workspace, model: str) -> resident.ResidentVectors | None:
     return resident.held(workspace_id=workspace.id, model_name=model, generation=generation(workspace))
 
 
-def hnsw_statements(client, q: str, **extra) -> int:
+def statements(client, q: str, marker: str = "hnsw.ef_search", **extra) -> int:
+    """How many of the search's statements contain marker (HNSW's settings; a table's name)."""
     with CaptureQueriesContext(connection) as queries:
         ask(client, q, **extra)
-    return sum("hnsw.ef_search" in query["sql"] for query in queries.captured_queries)
+    return sum(marker in query["sql"] for query in queries.captured_queries)
+
+
+def hnsw_statements(client, q: str, **extra) -> int:
+    return statements(client, q, **extra)
 
 
 def test_searches_from_memory_give_the_stores_results(api, workspace, shop, settings):
@@ -63,14 +68,19 @@ def test_searches_from_memory_give_the_stores_results(api, workspace, shop, sett
 
     questions = ["how long is the kettle warranty", "can I wash the blender jar", "frozen bread", "refund"]
     settings.SEARCH_RESIDENT_MAX_CHUNKS = 0  # the store's own search
-    from_store = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in ("hybrid", "vector")]
+    modes = ("hybrid", "vector", "keyword")
+    from_store = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in modes]
     settings.SEARCH_RESIDENT_MAX_CHUNKS = 20_000
     search_cache.invalidate_searches(workspace_id=workspace.id)  # asked again, not answered from the cache
     copy = held_copy(workspace, embedders["default"].model_name)
     assert copy is not None and len(copy.ids) == 4 and copy.workspace_id == workspace.id
     assert hnsw_statements(api, "descaling with citric acid") == 0  # searched in memory
     assert hnsw_statements(api, "descaling with citric acid", mode="vector") == 0
-    from_memory = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in ("hybrid", "vector")]
+    # With the postings held too, no search statement at all: BM25 is computed from the copy.
+    assert copy.postings is not None and copy.postings.chunk_count == 4
+    for mode in modes:
+        assert statements(api, f"descale the kettle {mode}", "retrieval_keyword", mode=mode) == 0
+    from_memory = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in modes]
     assert from_memory == from_store and from_store[0][0][0] == "Kettle"
 
 
@@ -141,6 +151,20 @@ def test_copies_stay_within_the_byte_budget_least_recently_used_dropped(
         )
         is None
     )
+
+
+def test_postings_are_held_only_when_every_keyword_indexed_chunk_is_in_the_copy(workspace, shop):
+    from config.backends import embedders
+    from sources.models import Chunk
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        stale = Chunk.objects.filter(source__title="Toaster").values_list("id", flat=True)[0]
+        Chunk.objects.filter(id=stale).update(embedding_model="an-older-model")
+    model = embedders["default"].model_name
+    copy = resident.load(workspace_id=workspace.id, model_name=model, generation="g")
+    # The toaster's chunk has postings (the store's BM25 finds it) but no row here: BM25 stays in SQL.
+    assert copy is not None and len(copy.ids) == 3 and copy.postings is None
 
 
 def test_a_copy_holds_unit_vectors_of_one_model(workspace, shop):

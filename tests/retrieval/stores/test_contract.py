@@ -7,7 +7,7 @@ import pytest
 
 from ingestion.chunking import chunk_id
 from retrieval import resident
-from retrieval.keyword import term_counts
+from retrieval.keyword import K1, B, term_counts
 from retrieval.stores.base import InvalidFilter, VectorRecord, VectorStore
 from sources.models import Chunk, Document, Source
 from sources.tenancy import workspace_scope
@@ -366,13 +366,14 @@ def test_a_model_change_is_reported_and_reindexed_alike_on_every_store(
         assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"embed-v2"}
 
 
-@pytest.mark.parametrize("in_memory", [False, True], ids=["store", "resident"])
+@pytest.mark.parametrize("in_memory", [False, "vectors", "all"], ids=["store", "vectors", "postings"])
 @pytest.mark.parametrize("min_score", [None, 0.3])
 def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, min_score, in_memory):
     """A store's own hybrid_search (pgvector's two statements) must equal the four searches it replaces:
     both rankings, and every candidate's cosine and BM25 (top 2 of each, so some candidates are only in
     one list and get scored by the other retriever). So must a search of the workspace's vectors held in
-    memory (retrieval/resident.py), up to float32 rounding of the cosines."""
+    memory (retrieval/resident.py), up to float32 rounding of the cosines, and one with its postings too
+    (retrieval/resident_postings.py: no statement at all)."""
     if in_memory and not store.searches_resident_vectors:
         pytest.skip("this store searches its own vectors only")
     texts = [
@@ -404,7 +405,12 @@ def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, 
     if in_memory:
         held = resident.load(workspace_id=corpus.workspace.id, model_name=MODEL, generation="g")
         assert len(held.ids) == len(texts)  # the other workspace's chunk is not in this one's copy
-    own = store.hybrid_search(vector=query_vector, resident=held, **arguments)
+        assert held.postings is not None and held.postings.chunk_count == len(texts)
+    if in_memory == "all":
+        options = {k: v for k, v in arguments.items() if k not in ("workspace_id", "model_name")}
+        own = resident.hybrid_search(held, vector=query_vector, k1=K1, b=B, **options)
+    else:
+        own = store.hybrid_search(vector=query_vector, resident=held, **arguments)
     reference = VectorStore.hybrid_search(store, vector=query_vector, **arguments)
     assert asked == [True, True]  # the embedding was asked for once per search
     assert ids(own.by_vector) == ids(reference.by_vector) and len(own.by_vector) == 2
@@ -417,4 +423,4 @@ def test_hybrid_search_gives_the_base_class_answer(store, corpus, other_corpus, 
     for chunk, score in reference.vector_scores.items():
         assert own.vector_scores[chunk] == pytest.approx(score, abs=1e-6 if in_memory else 1e-12)
     for chunk, score in reference.keyword_scores.items():
-        assert own.keyword_scores[chunk] == pytest.approx(score, abs=1e-12)
+        assert own.keyword_scores[chunk] == pytest.approx(score, abs=1e-9 if in_memory else 1e-12)
