@@ -438,7 +438,7 @@ def measure_server(
         figures[f"api_{mode}_repeated"]["cache_hits"] = sum(body["cache"] == "hit" for body in again)
         assert not any(body["cache"] == "hit" for body in first)
         # Every server (another layout, or another commit's code) gives the first one's results, or else, for
-        # a search of the vectors held in memory (exact where HNSW is approximate), the exact neighbours:
+        # a search of the copy held in memory (exact where HNSW is approximate), the exact neighbours:
         # vector mode's top 5 is checked against them; in hybrid, one other candidate among the 50 moves
         # the min-max fusion's floor, so a claim's top 5 can change, and agreement is counted (the copy's
         # candidates are checked against the exact ones in candidates_beside_exact).
@@ -455,6 +455,11 @@ def measure_server(
             assert figures["api_vector"]["exact_ids"] >= 0.98 * len(claims), figures["api_vector"]
         elif same < len(claims) and mode == "hybrid":
             assert figures["api_hybrid"]["same_ids"] >= 0.7 * len(claims), figures["api_hybrid"]
+        elif same < len(claims) and mode == "keyword":  # BM25 summed in numpy: the same up to rounding
+            assert figures["api_keyword"]["same_ids"] == len(claims), figures["api_keyword"]
+            scores = [(r["score"], t["score"]) for ours, theirs in zip(results, reference, strict=True)
+                      for r, t in zip(ours, theirs, strict=True)]  # fmt: skip
+            assert max(abs(a - b) for a, b in scores) <= 1e-9
         else:
             assert same == len(claims), f"{mode}: results differ from the first server's"
     return figures
