@@ -66,8 +66,18 @@ def rank(
 ) -> list[VectorHit]:
     """keyword_sql's ranking: the top_k at or above the floor, best first, ties by chunk id."""
     rows, scores = postings.scores(terms, k1, b)
-    hits = [VectorHit(ids[r], min(1.0, float(s))) for r, s in zip(rows, scores, strict=True)]
-    hits = [h for h in hits if h.score >= (floor or 0.0)]
+    passing = scores >= (floor or 0.0)
+    rows, scores = rows[passing], scores[passing]
+    if top_k <= 0:
+        return []
+    if len(scores) > top_k:
+        # Only the rows that can be in the top k (ties at its edge kept, for the order by id) become
+        # objects: a common term matches thousands of chunks, and sorting them all cost more than SQL.
+        edge = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
+        keep = scores >= edge
+        rows, scores = rows[keep], scores[keep]
+    pairs = zip(rows.tolist(), scores.tolist(), strict=True)
+    hits = [VectorHit(ids[r], min(1.0, float(s))) for r, s in pairs]
     return sorted(hits, key=lambda h: (-h.score, h.chunk_id))[:top_k]
 
 
