@@ -42,6 +42,8 @@ from retrieval.stores.base import HybridHits, VectorHit
 log = logging.getLogger(__name__)
 
 _builds = LazyPool(lambda: 1, "resident-vectors")
+#: (workspace, model, generation) found too large, remembered so they are not read again (at most this many).
+TOO_LARGE_REMEMBERED = 10_000
 _lock = threading.Lock()
 #: (workspace, model) -> the copy under its generation, least recently used first
 _copies: OrderedDict[tuple[int, str], ResidentVectors] = OrderedDict()
@@ -166,6 +168,8 @@ def _build(workspace_id: int, model_name: str, generation: str) -> None:
             copy = load(workspace_id=workspace_id, model_name=model_name, generation=generation)
         with _lock:
             if copy is None:
+                if len(_too_large) >= TOO_LARGE_REMEMBERED:  # one per generation searched: kept bounded
+                    _too_large.clear()
                 _too_large.add(wanted)
             else:
                 _keep(copy)
