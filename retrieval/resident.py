@@ -176,6 +176,9 @@ def _build(workspace_id: int, model_name: str, generation: str) -> None:
     except Exception:  # a failed build leaves the SQL path in charge; the next generation tries again
         log.exception("resident_vectors_build_failed", extra={"workspace_id": workspace_id})
     finally:
+        # Builds are rare (one per generation searched): the thread gives its connection back rather than
+        # keep a PostgreSQL backend open per web process for them.
+        connection.close()
         with _lock:
             _pending.discard(wanted)
 
