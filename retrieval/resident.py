@@ -93,18 +93,19 @@ class ResidentVectors:
         found = {self.ids[r]: float(s) for r, s in zip(rows, cosines, strict=True)}
         return {c: s for c, s in found.items() if floor is None or s >= floor}
 
-    def keyword_top(
-        self, terms: dict[str, int], k: int, floor: float | None, k1: float, b: float
-    ) -> list[VectorHit]:
-        """The BM25 top k, as the store ranks it (needs postings)."""
+    def bm25(self, terms: dict[str, int], k1: float, b: float) -> resident_postings.Scored:
+        """Every matching row's BM25, for keyword_top and keyword_scores (needs postings)."""
         assert self.postings is not None
-        return resident_postings.rank(self.postings, self.ids, terms, top_k=k, floor=floor, k1=k1, b=b)
+        return self.postings.scores(terms, k1, b)
+
+    def keyword_top(self, scored: resident_postings.Scored, k: int, floor: float | None) -> list[VectorHit]:
+        """The BM25 top k, as the store ranks it."""
+        return resident_postings.rank(scored, self.ids, top_k=k, floor=floor)
 
     def keyword_scores(
-        self, terms: dict[str, int], chunk_ids: list[str], floor: float | None, k1: float, b: float
+        self, scored: resident_postings.Scored, chunk_ids: list[str], floor: float | None
     ) -> dict[str, float]:
-        assert self.postings is not None
-        return resident_postings.scores_of(self.postings, self.row, chunk_ids, terms, floor=floor, k1=k1, b=b)
+        return resident_postings.scores_of(scored, self.row, chunk_ids, floor=floor)
 
     def _cosines(self, query: np.ndarray) -> np.ndarray:
         # einsum stays on this thread: a BLAS product may start threads that fight the embedder's.
@@ -122,7 +123,8 @@ def hybrid_search(
     b: float,
 ) -> HybridHits:
     """VectorStore.hybrid_search's answer from a copy with its postings: no statement at all."""
-    by_keyword = copy.keyword_top(terms, top_k, min_score, k1, b)
+    bm25 = copy.bm25(terms, k1, b)  # once, for the ranking and for the vector candidates
+    by_keyword = copy.keyword_top(bm25, top_k, min_score)
     query = vector()
     by_vector = copy.top(query, top_k, min_score)
     vector_scores = {h.chunk_id: h.score for h in by_vector}
@@ -131,7 +133,7 @@ def hybrid_search(
     vector_scores.update(copy.scores(query, missing, min_score))
     missing = [c for c in vector_scores if c not in keyword_scores]
     if missing and terms:
-        keyword_scores.update(copy.keyword_scores(terms, missing, min_score, k1, b))
+        keyword_scores.update(copy.keyword_scores(bm25, missing, min_score))
     return HybridHits(by_vector, by_keyword, vector_scores, keyword_scores)
 
 

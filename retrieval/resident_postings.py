@@ -18,6 +18,9 @@ from django.db import connection
 
 from retrieval.stores.base import VectorHit
 
+#: rows matching a query's terms (ascending) and their normalised BM25: computed once per search
+Scored = tuple[np.ndarray, np.ndarray]
+
 
 @dataclass(frozen=True)
 class ResidentPostings:
@@ -32,8 +35,8 @@ class ResidentPostings:
     def nbytes(self) -> int:
         return int(self.lengths.nbytes) + sum(r.nbytes + t.nbytes + 60 for r, t in self.terms.values())
 
-    def scores(self, terms: dict[str, int], k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
-        """(rows matching a query term, their normalised BM25), unordered."""
+    def scores(self, terms: dict[str, int], k1: float, b: float) -> Scored:
+        """(rows matching a query term, ascending; their normalised BM25)."""
         weights = {}
         for term, qtf in terms.items():
             df = len(self.terms[term][0]) if term in self.terms else 0
@@ -54,18 +57,10 @@ class ResidentPostings:
         return rows, total[rows] / best
 
 
-def rank(
-    postings: ResidentPostings,
-    ids: list[str],
-    terms: dict[str, int],
-    *,
-    top_k: int,
-    floor: float | None,
-    k1: float,
-    b: float,
-) -> list[VectorHit]:
-    """keyword_sql's ranking: the top_k at or above the floor, best first, ties by chunk id."""
-    rows, scores = postings.scores(terms, k1, b)
+def rank(scored: Scored, ids: list[str], *, top_k: int, floor: float | None) -> list[VectorHit]:
+    """keyword_sql's ranking of ResidentPostings.scores' answer: the top_k at or above the floor, best
+    first, ties by chunk id."""
+    rows, scores = scored
     passing = scores >= (floor or 0.0)
     rows, scores = rows[passing], scores[passing]
     if top_k <= 0:
@@ -82,19 +77,17 @@ def rank(
 
 
 def scores_of(
-    postings: ResidentPostings,
-    rows: dict[str, int],
-    chunk_ids: list[str],
-    terms: dict[str, int],
-    *,
-    floor: float | None,
-    k1: float,
-    b: float,
+    scored: Scored, row: dict[str, int], chunk_ids: list[str], *, floor: float | None
 ) -> dict[str, float]:
     """The normalised BM25 of those of chunk_ids that match a term, at or above the floor."""
-    matched, scores = postings.scores(terms, k1, b)
-    by_row = dict(zip(matched.tolist(), scores.tolist(), strict=True))
-    found = {c: min(1.0, by_row[rows[c]]) for c in chunk_ids if c in rows and rows[c] in by_row}
+    rows, scores = scored
+    wanted = [(c, row[c]) for c in chunk_ids if c in row]
+    at = np.searchsorted(rows, [r for _, r in wanted])  # rows are ascending (flatnonzero)
+    found = {
+        c: min(1.0, float(scores[i]))
+        for (c, r), i in zip(wanted, at.tolist(), strict=True)
+        if i < len(rows) and rows[i] == r
+    }
     return {c: s for c, s in found.items() if s >= (floor or 0.0)}
 
 

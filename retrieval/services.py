@@ -186,7 +186,7 @@ def search_hits(
     else:
         held = _resident_vectors(store, workspace_id, embedder, params, generation)
         if held is not None and held.postings is not None:
-            by_keyword = held.keyword_top(terms, params.candidates, params.min_score, **bm25)
+            by_keyword = held.keyword_top(held.bm25(terms, **bm25), params.candidates, params.min_score)
         else:
             by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common)
         vector_scores, keyword_scores = {}, {h.chunk_id: h.score for h in by_keyword}
