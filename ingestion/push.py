@@ -62,19 +62,27 @@ class Outcome:
 # --- writing -------------------------------------------------------------------------------------------
 
 
+# The agent's and the push source's rows are locked FOR NO KEY UPDATE: pushes to one agent still take
+# turns, but a row that only references them (an index job storing a document of the source inserts its
+# chunks, which takes FOR KEY SHARE on the source) is never made to wait. With FOR UPDATE, a push that
+# held the source and waited for a document that an index job held, while that job waited for the
+# source, deadlocked (a fresh-clone CI run, tests/ingestion/test_push_script.py).
+
+
 def _lock_agent(agent_id: Any) -> Any:
     # The agents app sits above this layer: its model is reached through the source's foreign key.
     agent_model = Source._meta.get_field("agent").related_model
     if not str(agent_id).isdigit():
         raise AgentNotFound(agent_id)
-    agent = agent_model.objects.select_for_update().filter(id=int(agent_id)).first()
+    agent = agent_model.objects.select_for_update(no_key=True).filter(id=int(agent_id)).first()
     if agent is None:
         raise AgentNotFound(agent_id)
     return agent
 
 
 def _push_source(agent: Any, *, create: bool) -> Source | None:
-    source = Source.objects.select_for_update().filter(agent=agent, kind=PushKind.name).order_by("id").first()
+    locked = Source.objects.select_for_update(no_key=True)
+    source = locked.filter(agent=agent, kind=PushKind.name).order_by("id").first()
     if source is None and create:
         # Made indexing: its first document is queued with it (a pending source waits for a reindex task).
         source = Source.objects.create(

@@ -181,3 +181,45 @@ def test_the_index_worker_indexes_a_pushed_document(celery_worker, api, agent):
     assert done["status"] == "done", done
     hits = api.get("/api/v1/search", {"q": "how long is the kettle warranty", "top_k": 1}).json()["results"]
     assert "seven years" in hits[0]["text"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_push_never_makes_an_index_job_storing_the_source_wait(workspace, agent):
+    """A push holds its agent and source while it writes; an index job storing one of the source's
+    documents meanwhile inserts chunks that reference the source (FOR KEY SHARE on its row). That insert
+    must not wait for the push: the push may itself be waiting for the job's document, a deadlock."""
+    import threading
+
+    from django.db import connection, transaction
+
+    put(workspace, agent, ("a.md", {"title": "A", "text": WARRANTY}))
+    with workspace_scope(workspace.id):
+        document = Document.objects.get(external_id="a.md")
+    holding, release = threading.Event(), threading.Event()
+
+    def push_in_progress() -> None:
+        try:
+            with workspace_scope(workspace.id), transaction.atomic():
+                push._push_source(push._lock_agent(agent.id), create=False)
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    pusher = threading.Thread(target=push_in_progress)
+    pusher.start()
+    try:
+        assert holding.wait(10)
+        with workspace_scope(workspace.id), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '2s'")  # waiting for the push fails the test
+            Chunk.objects.create(
+                id="00000000-0000-0000-0000-00000000000a",
+                workspace_id=workspace.id,
+                document=document,
+                source_id=document.source_id,
+                position=99,
+                text="stored while a push holds the source",
+            )
+    finally:
+        release.set()
+        pusher.join(10)
