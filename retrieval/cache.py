@@ -219,6 +219,19 @@ def search_lookup(*, workspace_id: int, key: str, model_name: str = "") -> Searc
     return SearchLookup(generation, cached, facts)
 
 
+def current_generation(workspace_id: int) -> str | None:
+    """The workspace's search generation (None when the search cache is off): what a search that is
+    not itself cached reads before it runs, so it may search a copy held in memory (retrieval/resident.py)."""
+    if settings.SEARCH_CACHE_TTL <= 0:
+        return None
+    generation_key = _generation_key(workspace_id)
+    generation = cache.get(generation_key)
+    if generation is None:
+        cache.add(generation_key, uuid.uuid4().hex, timeout=None)  # another process may win: read it back
+        generation = cache.get(generation_key)
+    return generation
+
+
 def facts_store(*, workspace_id: int, generation: str, model_name: str, facts: WorkspaceFacts) -> None:
     """Keep the workspace's facts as read after `generation` was: served only while it is current."""
     entry = {"generation": generation, "facts": facts}

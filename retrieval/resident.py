@@ -6,7 +6,8 @@ Why: at 5,748 chunks, PostgreSQL's HNSW statement costs ~4 ms where numpy's exac
 vectors costs well under one (docs/BENCHMARKS.md, "Search API latency"), and the graph is shared by every
 workspace, so its cost follows the whole table, not the workspace. The postings
 (retrieval/resident_postings.py) are held only when every keyword-indexed chunk is a row of the copy;
-otherwise BM25 stays in SQL.
+otherwise BM25 stays in SQL. Metadata filters (an agent's sources, an audience) are masks over the rows
+(retrieval/resident_filters.py).
 
 What keeps it correct:
 - **Current.** A copy is keyed by the workspace, the model and the search cache's generation
@@ -24,6 +25,7 @@ What keeps it correct:
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -36,8 +38,9 @@ from django.db import connection
 
 from config.pool_threads import LazyPool, connection_checked
 from retrieval import resident_postings
+from retrieval.resident_filters import FilterIndex
 from retrieval.resident_postings import ResidentPostings
-from retrieval.stores.base import HybridHits, VectorHit
+from retrieval.stores.base import Filters, HybridHits, VectorHit
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,8 @@ class ResidentVectors:
     matrix: np.ndarray
     #: the rows' BM25 postings, when they are all of the workspace's (retrieval/resident_postings.py)
     postings: ResidentPostings | None = None
+    #: the rows' metadata, for filtered searches (retrieval/resident_filters.py)
+    filters: FilterIndex | None = None
     #: chunk id -> its row
     row: dict[str, int] = field(init=False, repr=False, compare=False)
 
@@ -71,15 +76,30 @@ class ResidentVectors:
     @property
     def nbytes(self) -> int:
         held = self.postings.nbytes if self.postings is not None else 0
+        held += self.filters.nbytes if self.filters is not None else 0
         return int(self.matrix.nbytes) + 100 * len(self.ids) + held  # the ids and their index, roughly
 
-    def top(self, query: np.ndarray, k: int, floor: float | None) -> list[VectorHit]:
-        """The k nearest by cosine, best first (ties by id, as the SQL's order leaves them arbitrary)."""
+    def mask(self, filters: Filters | None) -> np.ndarray | None:
+        """The rows a search with these metadata filters may return; None when unfiltered."""
+        if not filters:
+            return None
+        assert self.filters is not None
+        return self.filters.mask(filters)
+
+    def top(
+        self, query: np.ndarray, k: int, floor: float | None, mask: np.ndarray | None = None
+    ) -> list[VectorHit]:
+        """The k nearest by cosine among the rows `mask` passes, best first (ties by id, as the SQL's
+        order leaves them arbitrary)."""
         if not self.ids or k <= 0:
             return []
         scores = self._cosines(query)
+        if mask is not None:
+            candidates = np.flatnonzero(mask)
+            scores = scores[candidates]
         keep = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
-        hits = [VectorHit(self.ids[i], float(scores[i])) for i in keep]
+        rows = candidates[keep] if mask is not None else keep
+        hits = [VectorHit(self.ids[r], float(s)) for r, s in zip(rows, scores[keep], strict=True)]
         if floor is not None:
             hits = [h for h in hits if h.score >= floor]
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
@@ -98,8 +118,14 @@ class ResidentVectors:
         assert self.postings is not None
         return self.postings.scores(terms, k1, b)
 
-    def keyword_top(self, scored: resident_postings.Scored, k: int, floor: float | None) -> list[VectorHit]:
-        """The BM25 top k, as the store ranks it."""
+    def keyword_top(
+        self, scored: resident_postings.Scored, k: int, floor: float | None, mask: np.ndarray | None = None
+    ) -> list[VectorHit]:
+        """The BM25 top k among the rows `mask` passes, as the store ranks it."""
+        if mask is not None:
+            rows, scores = scored
+            passing = mask[rows]
+            scored = (rows[passing], scores[passing])
         return resident_postings.rank(scored, self.ids, top_k=k, floor=floor)
 
     def keyword_scores(
@@ -121,12 +147,15 @@ def hybrid_search(
     min_score: float | None,
     k1: float,
     b: float,
+    filters: Filters | None = None,
 ) -> HybridHits:
-    """VectorStore.hybrid_search's answer from a copy with its postings: no statement at all."""
+    """VectorStore.hybrid_search's answer from a copy with its postings: no statement at all. Every
+    candidate passes the filters, so the candidates' other scores need no mask."""
+    mask = copy.mask(filters)
     bm25 = copy.bm25(terms, k1, b)  # once, for the ranking and for the vector candidates
-    by_keyword = copy.keyword_top(bm25, top_k, min_score)
+    by_keyword = copy.keyword_top(bm25, top_k, min_score, mask)
     query = vector()
-    by_vector = copy.top(query, top_k, min_score)
+    by_vector = copy.top(query, top_k, min_score, mask)
     vector_scores = {h.chunk_id: h.score for h in by_vector}
     keyword_scores = {h.chunk_id: h.score for h in by_keyword}
     missing = [c for c in keyword_scores if c not in vector_scores]
@@ -192,23 +221,24 @@ def load(*, workspace_id: int, model_name: str, generation: str) -> ResidentVect
     limit = settings.SEARCH_RESIDENT_MAX_CHUNKS
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id::text, vector_send(embedding) FROM sources_chunk WHERE workspace_id = %s"
-            " AND embedding IS NOT NULL AND embedding_model = %s LIMIT %s",
+            "SELECT id::text, vector_send(embedding), metadata::text FROM sources_chunk"
+            " WHERE workspace_id = %s AND embedding IS NOT NULL AND embedding_model = %s LIMIT %s",
             [workspace_id, model_name, limit + 1],
         )
         rows = cursor.fetchall()
     if len(rows) > limit:
         return None
-    ids = [cid for cid, _ in rows]
+    ids = [cid for cid, _, _ in rows]
+    filters = FilterIndex.of([json.loads(metadata) for _, _, metadata in rows])
     if not rows:
         matrix = np.zeros((0, 0), dtype=np.float32)
     else:
-        raw = np.stack([np.frombuffer(bytes(b), dtype=">f4", offset=4) for _, b in rows])
+        raw = np.stack([np.frombuffer(bytes(b), dtype=">f4", offset=4) for _, b, _ in rows])
         matrix = raw.astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.where(norms == 0, 1, norms)
     postings = resident_postings.load(workspace_id=workspace_id, ids=ids) if ids else None
-    return ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings)
+    return ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings, filters)
 
 
 def _keep(copy: ResidentVectors) -> None:
@@ -230,5 +260,9 @@ def forget_all() -> None:
 
 
 def wait_for_builds() -> None:
-    """Block until the builds asked for so far are done (tests, and the benchmark's warm-up)."""
+    """Block until the builds asked for so far are done (tests, and the benchmark's warm-up). A build
+    leaves _pending last, after its connection is closed, so none is running once it is empty."""
+    with _lock:
+        if not _pending:
+            return
     _builds().submit(lambda: None).result()

@@ -152,7 +152,7 @@ def search_hits(
         if held is not None and held.postings is not None:  # the whole search in memory
             hits = resident.hybrid_search(
                 held, vector=query_vector, terms=terms, top_k=params.candidates,
-                min_score=params.min_score, **bm25,
+                min_score=params.min_score, filters=params.filters, **bm25,
             )  # fmt: skip
         else:
             hits = store.hybrid_search(
@@ -176,7 +176,7 @@ def search_hits(
         vector = embedder.embed_query(query) if vector is None else vector
         held = _resident_vectors(store, workspace_id, embedder, params, generation)
         if held is not None:
-            by_vector = held.top(vector, params.candidates, params.min_score)
+            by_vector = held.top(vector, params.candidates, params.min_score, held.mask(params.filters))
         else:
             by_vector = store.search(
                 vector=vector, top_k=params.candidates, model_name=embedder.model_name, **common
@@ -186,7 +186,8 @@ def search_hits(
     else:
         held = _resident_vectors(store, workspace_id, embedder, params, generation)
         if held is not None and held.postings is not None:
-            by_keyword = held.keyword_top(held.bm25(terms, **bm25), params.candidates, params.min_score)
+            scored, mask = held.bm25(terms, **bm25), held.mask(params.filters)
+            by_keyword = held.keyword_top(scored, params.candidates, params.min_score, mask)
         else:
             by_keyword = store.keyword_search(terms=terms, top_k=params.candidates, **bm25, **common)
         vector_scores, keyword_scores = {}, {h.chunk_id: h.score for h in by_keyword}
@@ -206,10 +207,15 @@ def search_hits(
 def _resident_vectors(
     store: Any, workspace_id: int, embedder: Embedder, params: SearchParams, generation: str | None
 ) -> resident.ResidentVectors | None:
-    """The workspace's vectors in memory, for an unfiltered search of a store that can use them."""
-    if params.filters or not store.searches_resident_vectors:
+    """The workspace's vectors in memory, for a search of a store that can use them. A filtered search
+    uses them only when it can run whole in memory (the filters are masks over the copy's rows): with
+    postings, or by vector alone."""
+    if not store.searches_resident_vectors:
         return None
-    return resident.held(workspace_id=workspace_id, model_name=embedder.model_name, generation=generation)
+    held = resident.held(workspace_id=workspace_id, model_name=embedder.model_name, generation=generation)
+    if held is not None and params.filters and held.postings is None and params.mode != "vector":
+        return None
+    return held
 
 
 @dataclass(frozen=True)
@@ -259,7 +265,9 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
             workspace_id=workspace_id,
             key=key,
             generation=found.generation,
-            passages=[asdict(p) for p in passages],
+            # Each passage's own fields, shallow: the cache pickles them at once (asdict's deep copy of
+            # every metadata dict cost ~0.2 ms a search).
+            passages=[dict(vars(p)) for p in passages],
             stale_chunks=facts.stale_chunks,
         )
     return SearchResult(passages=passages, stale_chunks=facts.stale_chunks, cached=False)
@@ -381,7 +389,14 @@ def _searched(
             metrics.semantic_cache_lookup(hit=ranked is not None)
         if ranked is None:
             ranked = search_hits(
-                workspace_id=workspace_id, query=query, params=params, vector=vector, embedder=embedder
+                workspace_id=workspace_id,
+                query=query,
+                params=params,
+                vector=vector,
+                embedder=embedder,
+                # Read before the search, as the search API does: the agent's chunks may be searched in
+                # a copy of the workspace held in memory, masked to the agent's sources.
+                generation=semantic_cache.current_generation(workspace_id),
             )
             if policy.enabled:
                 semantic_cache.store(

@@ -102,6 +102,18 @@ def _empty_cache(request):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_copy_built_past_the_test():
+    """A search may start building a copy of the workspace's vectors on a thread of this process
+    (retrieval/resident.py); it is finished, with its connection closed, before the rows are emptied, and
+    no copy outlives the test."""
+    yield
+    from retrieval import resident
+
+    resident.wait_for_builds()
+    resident.forget_all()
+
+
 #: Set once the session's worker runs: from then on it takes any job a test queues (see below).
 _WORKER_STARTED = False
 

@@ -4,6 +4,8 @@ and bounded in size. Transactional: a copy is read on its own connection, from c
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from django.db import connection
@@ -171,3 +173,108 @@ def test_a_copy_holds_unit_vectors_of_one_model(workspace, shop):
     copy = resident.load(workspace_id=workspace.id, model_name="another-model", generation="g")
     assert copy is not None and copy.ids == []
     assert copy.top(np.ones(384, dtype=np.float32), 5, None) == []
+
+
+def test_filtered_searches_from_memory_give_the_stores_results(api, workspace, agent, shop, settings):
+    from agents.models import Agent
+    from config.backends import embedders
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        second = Agent.objects.create(name="Garden")
+    index_text(workspace, second, "Hoses", "Garden hoses carry a five-year warranty and coil away.")
+    filters = [
+        {"agent_id": agent.id},
+        {"agent_id": [second.id]},
+        {"agent_id": [agent.id, second.id], "lang": "en"},
+        {"agent_id": []},  # matches nothing
+        {"agent_id": True},  # a boolean never matches a number
+        {"no_such_field": "x"},
+    ]
+    questions = ["warranty", "how do I clean it"]
+    modes = ("hybrid", "vector", "keyword")
+    asks = [(q, m, json.dumps(f)) for q in questions for m in modes for f in filters]
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 0
+    from_store = [ask(api, q, min_score=0.0, mode=m, filters=f) for q, m, f in asks]
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 20_000
+    search_cache.invalidate_searches(workspace_id=workspace.id)
+    copy = held_copy(workspace, embedders["default"].model_name)
+    assert copy is not None and copy.postings is not None and len(copy.ids) == 5
+    for mode in modes:  # no vector or BM25 statement: the whole search in memory
+        for marker in ("<=>", "retrieval_keywordposting"):
+            agents = json.dumps({"agent_id": second.id})
+            assert statements(api, f"warranty length {mode}", marker, mode=mode, filters=agents) == 0
+    from_memory = [ask(api, q, min_score=0.0, mode=m, filters=f) for q, m, f in asks]
+    assert from_memory == from_store
+    by_agent = dict(zip(asks, from_memory, strict=True))
+    assert {t for t, _ in by_agent[("warranty", "hybrid", json.dumps(filters[1]))]} == {"Hoses"}
+    assert "Hoses" not in {t for t, _ in by_agent[("warranty", "hybrid", json.dumps(filters[0]))]}
+    assert by_agent[("warranty", "keyword", json.dumps(filters[3]))] == []
+
+
+def test_a_filter_mask_has_the_reference_semantics():
+    from retrieval.resident_filters import FilterIndex
+    from retrieval.stores.base import matches_filters
+
+    metadata = [
+        {"agent_id": 1, "lang": "en", "audience": ["staff", "public"]},
+        {"agent_id": 2, "lang": "fr", "audience": "public", "pinned": True},
+        {"agent_id": 1.0, "audience": [], "pinned": False, "note": None, "nested": {"a": 1}},
+        {"agent_id": True, "lang": ["en", "en"], "pinned": 1},
+        {},
+    ]
+    index = FilterIndex.of(metadata)
+    filters = [
+        {"agent_id": 1},
+        {"agent_id": [1, 2]},
+        {"agent_id": True},
+        {"pinned": True},
+        {"pinned": 1},
+        {"audience": "public"},
+        {"audience": ["staff"], "lang": "en"},
+        {"lang": "en"},
+        {"lang": []},
+        {"note": "x"},
+        {"nested": 1},
+        {"missing": "x"},
+    ]
+    for f in filters:
+        expected = [matches_filters(m, f) for m in metadata]
+        assert index.mask(f).tolist() == expected, f
+        assert index.mask(f).tolist() == expected, f  # and from the masks kept
+    assert index.mask({}) is None and index.mask(None) is None
+
+
+def test_an_agents_chat_search_uses_the_copy_masked_to_its_sources(workspace, agent, shop, settings):
+    from agents.models import Agent
+    from config.backends import embedders
+    from retrieval.services import SearchParams, search_passages
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        second = Agent.objects.create(name="Garden")
+    index_text(workspace, second, "Hoses", "Garden hoses carry a five-year warranty and coil away.")
+    # The agent's semantic cache off: every ask below is searched, none answered from an earlier one.
+    params = SearchParams(top_k=3, min_score=0.0, semantic_cache=False)
+
+    def chat_search(agent_id: int, q: str):
+        with CaptureQueriesContext(connection) as queries:
+            passages = search_passages(workspace_id=workspace.id, query=q, params=params, agent_id=agent_id)
+        searched = sum(  # vector and BM25 statements (the passages' own statement is neither)
+            "<=>" in query["sql"] or "retrieval_keywordposting" in query["sql"]
+            for query in queries.captured_queries
+        )
+        return [(p.source_title, round(p.score, 5)) for p in passages], searched
+
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 0  # the store's own search
+    from_store = [chat_search(a.id, "warranty") for a in (agent, second)]
+    assert all(searched for _, searched in from_store)
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 20_000
+    copy = held_copy(workspace, embedders["default"].model_name)
+    assert copy is not None and len(copy.ids) == 5
+    ours, searched = chat_search(agent.id, "warranty period")
+    assert searched == 0 and ours and "Hoses" not in {t for t, _ in ours}
+    theirs, searched = chat_search(second.id, "warranty period")
+    assert searched == 0 and {t for t, _ in theirs} == {"Hoses"}
+    from_memory = [chat_search(a.id, "warranty") for a in (agent, second)]
+    assert [found for found, _ in from_memory] == [found for found, _ in from_store]
