@@ -55,6 +55,20 @@ _pending: set[tuple[int, str, str]] = set()
 _too_large: set[tuple[int, str, str]] = set()
 
 
+#: What a passage shows, in PASSAGES_SQL's order (retrieval/services.py): the chunk's id, text and
+#: metadata (JSON text), its source's id, title and kind, its document's id, URL and title. A copy holds
+#: these per row, so a search of it loads no passage either. Everything here that can change without the
+#: chunk being rewritten (a source renamed, a page's title) replaces the search cache's generation.
+SHOWN = (
+    'c."id"::text, c."text", c."metadata"::text, c."source_id", s."title", s."kind", c."document_id",'
+    ' d."url", d."title"'
+)
+SHOWN_FROM = (
+    'sources_chunk c JOIN sources_source s ON s."id" = c."source_id"'
+    ' JOIN sources_document d ON d."id" = c."document_id"'
+)
+
+
 @dataclass(frozen=True)
 class ResidentVectors:
     workspace_id: int
@@ -67,6 +81,8 @@ class ResidentVectors:
     postings: ResidentPostings | None = None
     #: the rows' metadata, for filtered searches (retrieval/resident_filters.py)
     filters: FilterIndex | None = None
+    #: each row as SHOWN selects it: what its passage shows
+    shown: list[tuple] = field(default_factory=list, repr=False, compare=False)
     #: chunk id -> its row
     row: dict[str, int] = field(init=False, repr=False, compare=False)
 
@@ -77,7 +93,12 @@ class ResidentVectors:
     def nbytes(self) -> int:
         held = self.postings.nbytes if self.postings is not None else 0
         held += self.filters.nbytes if self.filters is not None else 0
+        held += sum(sum(len(v) for v in r if isinstance(v, str)) + 200 for r in self.shown)
         return int(self.matrix.nbytes) + 100 * len(self.ids) + held  # the ids and their index, roughly
+
+    def shown_rows(self, chunk_ids: list[str]) -> dict[str, tuple]:
+        """What the passages of those chunk ids that are rows here show (as PASSAGES_SQL's rows)."""
+        return {c: self.shown[self.row[c]] for c in chunk_ids if c in self.row}
 
     def mask(self, filters: Filters | None) -> np.ndarray | None:
         """The rows a search with these metadata filters may return; None when unfiltered."""
@@ -221,24 +242,25 @@ def load(*, workspace_id: int, model_name: str, generation: str) -> ResidentVect
     limit = settings.SEARCH_RESIDENT_MAX_CHUNKS
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id::text, vector_send(embedding), metadata::text FROM sources_chunk"
-            " WHERE workspace_id = %s AND embedding IS NOT NULL AND embedding_model = %s LIMIT %s",
+            f"SELECT vector_send(c.embedding), {SHOWN} FROM {SHOWN_FROM} WHERE c.workspace_id = %s"
+            " AND c.embedding IS NOT NULL AND c.embedding_model = %s LIMIT %s",
             [workspace_id, model_name, limit + 1],
         )
         rows = cursor.fetchall()
     if len(rows) > limit:
         return None
-    ids = [cid for cid, _, _ in rows]
-    filters = FilterIndex.of([json.loads(metadata) for _, _, metadata in rows])
+    shown = [row[1:] for row in rows]
+    ids = [row[0] for row in shown]
+    filters = FilterIndex.of([json.loads(row[2]) for row in shown])
     if not rows:
         matrix = np.zeros((0, 0), dtype=np.float32)
     else:
-        raw = np.stack([np.frombuffer(bytes(b), dtype=">f4", offset=4) for _, b, _ in rows])
+        raw = np.stack([np.frombuffer(bytes(row[0]), dtype=">f4", offset=4) for row in rows])
         matrix = raw.astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.where(norms == 0, 1, norms)
     postings = resident_postings.load(workspace_id=workspace_id, ids=ids) if ids else None
-    return ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings, filters)
+    return ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings, filters, shown)
 
 
 def _keep(copy: ResidentVectors) -> None:

@@ -27,7 +27,7 @@ from retrieval.embedders.base import Embedder
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, validate_filters
 from retrieval.vectors import stale_embeddings
-from sources.models import Chunk, Document, Source, Workspace
+from sources.models import Chunk, Source, Workspace
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -372,6 +372,9 @@ def _searched(
         # The agent's chunks were embedded by its embedder: so is the question, and only vectors of that
         # model are compared (search_hits), whichever provider the agent uses.
         embedder = providers.embedder_for(agent_id)
+        # Read before the search, as the search API does: the agent's chunks may then be searched in a
+        # copy of the workspace held in memory, masked to the agent's sources.
+        generation = semantic_cache.current_generation(workspace_id)
         with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
             vector = embedder.embed_query(query)
         policy = semantic_cache.CachePolicy.of(params)
@@ -394,9 +397,7 @@ def _searched(
                 params=params,
                 vector=vector,
                 embedder=embedder,
-                # Read before the search, as the search API does: the agent's chunks may be searched in
-                # a copy of the workspace held in memory, masked to the agent's sources.
-                generation=semantic_cache.current_generation(workspace_id),
+                generation=generation,
             )
             if policy.enabled:
                 semantic_cache.store(
@@ -408,7 +409,8 @@ def _searched(
                     policy=policy,
                 )
     candidates = ranked[: max(params.top_k, params.rerank_pool) if params.rerank else params.top_k]
-    passages = _load_passages(workspace_id, candidates)
+    copy = _resident_vectors(vector_stores["default"], workspace_id, embedder, params, generation)
+    passages = _load_passages(workspace_id, candidates, copy)
     reranked_as_asked = True
     if params.rerank and passages:
         reranked = _rerank(query, passages, params.rerank, pool=max(params.top_k, params.rerank_pool))
@@ -440,22 +442,27 @@ def _rerank(query: str, passages: list[Passage], alias: str, pool: int = 50) -> 
 # large (loading them took ~85 % of a 200-passage search on SciFact), and building this query through the
 # ORM took ~1 ms of a cached search's ~6 (docs/BENCHMARKS.md). The workspace is in the WHERE clause as
 # the tenant manager would put it.
-PASSAGES_SQL = f"""
-SELECT c."id"::text, c."text", c."metadata"::text, c."source_id", s."title", s."kind", c."document_id",
-       d."url", d."title"
-FROM "{Chunk._meta.db_table}" c
-JOIN "{Source._meta.db_table}" s ON s."id" = c."source_id"
-JOIN "{Document._meta.db_table}" d ON d."id" = c."document_id"
-WHERE c."workspace_id" = %s AND c."id" = ANY(%s::uuid[])
-"""
+PASSAGES_SQL = (
+    f"SELECT {resident.SHOWN} FROM {resident.SHOWN_FROM}"
+    ' WHERE c."workspace_id" = %s AND c."id" = ANY(%s::uuid[])'
+)
 
 
-def _load_passages(workspace_id: int, ranked: list[tuple[VectorHit, float, float]]) -> list[Passage]:
+def _load_passages(
+    workspace_id: int,
+    ranked: list[tuple[VectorHit, float, float]],
+    copy: resident.ResidentVectors | None = None,
+) -> list[Passage]:
+    """The ranked chunks' passages, from the copy searched when there is one (no statement), else
+    from the database."""
     if not ranked:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(PASSAGES_SQL, [int(workspace_id), [h.chunk_id for h, _, _ in ranked]])
-        chunks = {row[0]: row for row in cursor.fetchall()}
+    wanted = [h.chunk_id for h, _, _ in ranked]
+    chunks = copy.shown_rows(wanted) if copy is not None else {}
+    if len(chunks) < len(wanted):  # no copy, or a chunk of another model (keyword-found) is not a row
+        with connection.cursor() as cursor:
+            cursor.execute(PASSAGES_SQL, [int(workspace_id), [c for c in wanted if c not in chunks]])
+            chunks.update({row[0]: row for row in cursor.fetchall()})
     passages = []
     for hit, vector_score, keyword_score in ranked:
         chunk = chunks.get(hit.chunk_id)

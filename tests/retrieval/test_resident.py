@@ -82,6 +82,8 @@ def test_searches_from_memory_give_the_stores_results(api, workspace, shop, sett
     assert copy.postings is not None and copy.postings.chunk_count == 4
     for mode in modes:
         assert statements(api, f"descale the kettle {mode}", "retrieval_keyword", mode=mode) == 0
+        # nor a passages statement: what a passage shows is held with the copy
+        assert statements(api, f"descale a kettle {mode}", "sources_document", mode=mode) == 0
     from_memory = [ask(api, q, min_score=0.0, mode=m) for q in questions for m in modes]
     assert from_memory == from_store and from_store[0][0][0] == "Kettle"
 
@@ -278,3 +280,21 @@ def test_an_agents_chat_search_uses_the_copy_masked_to_its_sources(workspace, ag
     assert searched == 0 and {t for t, _ in theirs} == {"Hoses"}
     from_memory = [chat_search(a.id, "warranty") for a in (agent, second)]
     assert [found for found, _ in from_memory] == [found for found, _ in from_store]
+
+
+def test_a_renamed_source_is_shown_renamed_at_once_and_from_the_next_copy(api, workspace, shop):
+    from config.backends import embedders
+    from sources.models import Source
+    from sources.tenancy import workspace_scope
+
+    model = embedders["default"].model_name
+    assert held_copy(workspace, model) is not None
+    assert ask(api, "kettle warranty")[0][0] == "Kettle"
+    with workspace_scope(workspace.id):
+        kettle = Source.objects.get(title="Kettle")
+    response = api.patch(f"/api/v1/sources/{kettle.id}", {"title": "Kettles"}, format="json")
+    assert response.status_code == 200, response.content
+    assert ask(api, "how long is a kettle warranty")[0][0] == "Kettles"  # a new generation: no old copy
+    assert held_copy(workspace, model) is not None
+    assert statements(api, "kettle warranty years", "sources_document") == 0  # shown from the new copy
+    assert ask(api, "kettle warranty years")[0][0] == "Kettles"
