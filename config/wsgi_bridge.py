@@ -7,15 +7,22 @@ thread waiting on them for about half of the time it held a request. Here the th
 response (Django's HttpResponse: its content is in memory already) and the loop sends it once the app has
 returned: one hand-off, when the thread's work is done. A streaming response (a file, an event stream:
 Django marks them `streaming`) is sent as it comes, as a2wsgi does.
+
+The hand-off does not wait for the loop: the response is being sent while the thread closes it, so what
+runs on close (Django's request_finished, and work a view left for after its response:
+config/after_response.py) is not on the client's time.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
+import logging
 from typing import Any
 
 from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
+
+log = logging.getLogger(__name__)
 
 
 class BufferedWSGIMiddleware(WSGIMiddleware):
@@ -32,6 +39,7 @@ class BufferedResponder(WSGIResponder):
         self.start: dict | None = None
         self.chunks: list[bytes] = []
         self.streaming = False
+        self.handed_over = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         environ = build_environ(scope, Body(self.loop, receive))
@@ -39,17 +47,22 @@ class BufferedResponder(WSGIResponder):
         try:
             run = functools.partial(contextvars.copy_context().run, self.wsgi)
             await self.loop.run_in_executor(self.executor, run, environ, self.start_response)
-            if not self.streaming:  # the whole response, from the loop, in order
-                if self.start is not None:
-                    await self.send_queue.put(self.start)
-                await self.send_queue.put({"type": "http.response.body", "body": b"".join(self.chunks)})
-            await self.send_queue.put(None)
+            if not self.handed_over:  # streamed, or the app failed before its response was whole
+                await self.send_queue.put(None)
             await sender
             if self.exc_info is not None:
                 raise self.exc_info[0].with_traceback(self.exc_info[1], self.exc_info[2])
         finally:
             if not sender.done():
                 sender.cancel()
+
+    def _hand_over(self) -> None:
+        """On the loop: the whole response, in order, then the end. The queue is empty (nothing else is
+        sent for an ordinary response) and holds a2wsgi's send_queue_size (10) messages."""
+        if self.start is not None:
+            self.send_queue.put_nowait(self.start)
+        self.send_queue.put_nowait({"type": "http.response.body", "body": b"".join(self.chunks)})
+        self.send_queue.put_nowait(None)
 
     # In the app's thread from here on.
 
@@ -81,5 +94,15 @@ class BufferedResponder(WSGIResponder):
                 self._body(chunk)
             if self.streaming:
                 self.send({"type": "http.response.body", "body": b""})
+            else:
+                self.handed_over = True
+                self.loop.call_soon_threadsafe(self._hand_over)  # sent while this thread closes it
         finally:
-            getattr(iterable, "close", lambda: None)()
+            close = getattr(iterable, "close", lambda: None)
+            if not self.handed_over:
+                close()
+            else:  # the response is out: a failure to close it is the server's to log, not the client's
+                try:
+                    close()
+                except Exception:
+                    log.exception("closing a response after it was handed to the loop failed")

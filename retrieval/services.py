@@ -8,9 +8,11 @@ rankings, optionally reranks, and only then cuts to top_k.
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -226,12 +228,19 @@ class SearchResult:
     cached: bool
 
 
-def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> SearchResult:
+def search_workspace(
+    *,
+    workspace_id: int,
+    query: str,
+    params: SearchParams,
+    defer: Callable[[Callable[[], None]], None] | None = None,
+) -> SearchResult:
     """The search API's search. The same question with the same settings, asked again before the
     workspace's knowledge changes, is answered from the search cache: no embedding, no search and no
     query, the passages as they were found (retrieval/cache.py says what keeps them current). A new
     question reads the workspace's hidden sources and reindex notice from the cache too, in the same
-    round trip, once they were counted for the current generation."""
+    round trip, once they were counted for the current generation. `defer`: given the storing of a new
+    answer in the cache, runs it later (the search API: once its response is sent); else it runs now."""
     model_name = providers.embedder_for(_one_agent(params.filters)).model_name
     params = with_workspace_bm25(params, workspace_id)
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
@@ -261,15 +270,17 @@ def search_workspace(*, workspace_id: int, query: str, params: SearchParams) -> 
         generation=found.generation,
     )
     if found.generation is not None and reranked_as_asked:  # a reranker's failure is not kept for later
-        semantic_cache.search_store(
+        store = functools.partial(
+            semantic_cache.search_store,
             workspace_id=workspace_id,
             key=key,
             generation=found.generation,
-            # Each passage's own fields, shallow: the cache pickles them at once (asdict's deep copy of
-            # every metadata dict cost ~0.2 ms a search).
+            # Each passage's own fields, shallow: the cache pickles them when stored (asdict's deep copy
+            # of every metadata dict cost ~0.2 ms a search).
             passages=[dict(vars(p)) for p in passages],
             stale_chunks=facts.stale_chunks,
         )
+        (defer or (lambda work: work()))(store)
     return SearchResult(passages=passages, stale_chunks=facts.stale_chunks, cached=False)
 
 

@@ -8,6 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.after_response import after_response
 from retrieval.services import SearchParams, search_workspace
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
@@ -33,6 +34,7 @@ class SearchView(WorkspaceAPIView):
         params = SearchQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
+        deferred: list = []
         result = search_workspace(
             workspace_id=self.workspace.id,
             query=data["q"],
@@ -45,6 +47,7 @@ class SearchView(WorkspaceAPIView):
                 bm25_k1=self.workspace.bm25_k1,
                 bm25_b=self.workspace.bm25_b,
             ),
+            defer=deferred.append,
         )
         body = {"results": PassageSerializer(result.passages, many=True).data}
         if result.stale_chunks:
@@ -53,7 +56,10 @@ class SearchView(WorkspaceAPIView):
                 "chunks": result.stale_chunks,
                 "message": "Some passages were embedded by another model; reindex their sources.",
             }
-        return Response(body, headers={"X-Search-Cache": "hit" if result.cached else "miss"})
+        response = Response(body, headers={"X-Search-Cache": "hit" if result.cached else "miss"})
+        for work in deferred:  # storing a new answer in the search cache: not on the caller's time
+            after_response(response, work)
+        return response
 
 
 class DiscoverRequestSerializer(serializers.Serializer):

@@ -116,3 +116,39 @@ def test_a_response_without_a_body_still_ends():
         {"type": "http.response.start", "status": 204, "headers": []},
         {"type": "http.response.body", "body": b""},
     ]
+
+
+def test_an_ordinary_response_is_sent_while_the_thread_closes_it():
+    """What runs on close (config/after_response.py) is not on the client's time: the response reaches the
+    client while its close still waits (a close that had to finish first would wait forever here)."""
+    body_sent = threading.Event()
+    closed = []
+
+    class Closing(list):
+        def close(self) -> None:
+            closed.append(body_sent.wait(timeout=10))
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return Closing([b"done"])
+
+    def on_send(message):
+        if message["type"] == "http.response.body":
+            body_sent.set()
+
+    sent = serve(app, on_send=on_send)
+    assert closed == [True]
+    assert sent[-1] == {"type": "http.response.body", "body": b"done"}
+
+
+def test_a_close_that_fails_after_the_response_is_out_leaves_the_response_whole(caplog):
+    class Failing(list):
+        def close(self) -> None:
+            raise RuntimeError("closing failed")
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return Failing([b"kept"])
+
+    assert serve(app)[-1] == {"type": "http.response.body", "body": b"kept"}
+    assert "closing a response after it was handed to the loop failed" in caplog.text
