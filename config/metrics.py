@@ -67,6 +67,13 @@ EMBED_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS,
 )
 CHUNKS_EMBEDDED = Counter("grounded_chunks_embedded", "Chunks embedded and stored.")
+RESIDENT_BUILDS = Counter(
+    "grounded_search_resident_builds",
+    "Copies of a workspace's vectors read into a web process for searches in memory (retrieval/resident.py),"
+    " by outcome: held, too_large (searched in the store), failed. One per workspace and generation"
+    " searched.",
+    ["outcome"],
+)
 PAGES_CRAWLED = Counter("grounded_pages_crawled", "Page jobs finished, by outcome.", ["outcome"])
 TASKS = Counter(
     "grounded_tasks",

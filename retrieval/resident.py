@@ -36,6 +36,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from config import metrics
 from config.pool_threads import LazyPool, connection_checked
 from retrieval import resident_postings
 from retrieval.resident_filters import FilterIndex
@@ -130,7 +131,7 @@ class ResidentVectors:
         rows = [self.row[c] for c in chunk_ids if c in self.row]
         if not rows:
             return {}
-        cosines = self.matrix[rows] @ _unit(query)
+        cosines = np.einsum("ij,j->i", self.matrix[rows], _unit(query))  # on this thread, as _cosines
         found = {self.ids[r]: float(s) for r, s in zip(rows, cosines, strict=True)}
         return {c: s for c, s in found.items() if floor is None or s >= floor}
 
@@ -225,8 +226,10 @@ def _build(workspace_id: int, model_name: str, generation: str) -> None:
                 _too_large.add(wanted)
             else:
                 _keep(copy)
+        metrics.RESIDENT_BUILDS.labels(outcome="too_large" if copy is None else "held").inc()
     except Exception:  # a failed build leaves the SQL path in charge; the next generation tries again
         log.exception("resident_vectors_build_failed", extra={"workspace_id": workspace_id})
+        metrics.RESIDENT_BUILDS.labels(outcome="failed").inc()
     finally:
         # Builds are rare (one per generation searched): the thread gives its connection back rather than
         # keep a PostgreSQL backend open per web process for them.

@@ -124,12 +124,25 @@ def test_a_copy_is_one_workspaces_and_an_outsider_never_sees_it(
     )
 
 
+def builds(outcome: str) -> float:
+    from prometheus_client import REGISTRY
+
+    value = REGISTRY.get_sample_value("grounded_search_resident_builds_total", {"outcome": outcome})
+    return value or 0.0
+
+
 def test_a_workspace_too_large_to_hold_is_searched_in_the_store(api, workspace, shop, settings):
     from config.backends import embedders
 
     settings.SEARCH_RESIDENT_MAX_CHUNKS = 3  # the shop has 4
+    before = builds("too_large"), builds("held")
     assert held_copy(workspace, embedders["default"].model_name) is None
     assert hnsw_statements(api, "kettle warranty") == 1
+    assert (builds("too_large"), builds("held")) == (before[0] + 1, before[1])  # counted, for operators
+    settings.SEARCH_RESIDENT_MAX_CHUNKS = 4
+    search_cache.invalidate_searches(workspace_id=workspace.id)
+    assert held_copy(workspace, embedders["default"].model_name) is not None
+    assert builds("held") == before[1] + 1
 
 
 def test_copies_stay_within_the_byte_budget_least_recently_used_dropped(
