@@ -206,8 +206,7 @@ def search_lookup(*, workspace_id: int, key: str, model_name: str = "") -> Searc
     found = cache.get_many([generation_key, entry_key, facts_key])
     generation = found.get(generation_key)
     if generation is None:
-        cache.add(generation_key, uuid.uuid4().hex, timeout=None)  # another process may win: read it back
-        return SearchLookup(cache.get(generation_key), None, None)
+        return SearchLookup(_first_generation(workspace_id), None, None)
     facts = found.get(facts_key)
     facts = facts["facts"] if facts and facts["generation"] == generation else None
     entry = found.get(entry_key)
@@ -224,12 +223,14 @@ def current_generation(workspace_id: int) -> str | None:
     not itself cached reads before it runs, so it may search a copy held in memory (retrieval/resident.py)."""
     if settings.SEARCH_CACHE_TTL <= 0:
         return None
+    return cache.get(_generation_key(workspace_id)) or _first_generation(workspace_id)
+
+
+def _first_generation(workspace_id: int) -> str | None:
+    """A workspace's generation when it has none yet (None if a new one could not be read back)."""
     generation_key = _generation_key(workspace_id)
-    generation = cache.get(generation_key)
-    if generation is None:
-        cache.add(generation_key, uuid.uuid4().hex, timeout=None)  # another process may win: read it back
-        generation = cache.get(generation_key)
-    return generation
+    cache.add(generation_key, uuid.uuid4().hex, timeout=None)  # another process may win: read it back
+    return cache.get(generation_key)
 
 
 def facts_store(*, workspace_id: int, generation: str, model_name: str, facts: WorkspaceFacts) -> None:

@@ -86,16 +86,16 @@ class ResidentVectors:
     shown: list[tuple] = field(default_factory=list, repr=False, compare=False)
     #: chunk id -> its row
     row: dict[str, int] = field(init=False, repr=False, compare=False)
+    #: the memory the copy takes, roughly (counted once: _keep sums it over every copy at each build)
+    nbytes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "row", {cid: i for i, cid in enumerate(self.ids)})
-
-    @property
-    def nbytes(self) -> int:
         held = self.postings.nbytes if self.postings is not None else 0
         held += self.filters.nbytes if self.filters is not None else 0
         held += sum(sum(len(v) for v in r if isinstance(v, str)) + 200 for r in self.shown)
-        return int(self.matrix.nbytes) + 100 * len(self.ids) + held  # the ids and their index, roughly
+        # the ids and their index, roughly
+        object.__setattr__(self, "nbytes", int(self.matrix.nbytes) + 100 * len(self.ids) + held)
 
     def shown_rows(self, chunk_ids: list[str]) -> dict[str, tuple]:
         """What the passages of those chunk ids that are rows here show (as PASSAGES_SQL's rows)."""

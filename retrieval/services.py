@@ -127,13 +127,12 @@ def search_hits(
     vector: np.ndarray | None = None,
     embedder: Embedder | None = None,
     hidden_sources: frozenset[int] | None = None,
-    generation: str | None = None,
+    held: resident.ResidentVectors | None = None,
 ) -> list[tuple[VectorHit, float, float]]:
     """Ranked (hit, vector score, keyword score) for a query; the hit's score is the reported one.
     `embedder`: the one that embedded the chunks searched (an agent's own), whose vectors alone are
-    compared with the query's. `hidden_sources`: see _without_hidden_sources. `generation`: the search
-    cache's generation read before this search, under which a copy of a small workspace's vectors in
-    memory may be searched instead of the store's (retrieval/resident.py)."""
+    compared with the query's. `hidden_sources`: see _without_hidden_sources. `held`: the workspace's
+    vectors held in memory for this search (_resident_vectors), searched instead of the store's."""
     store = vector_stores["default"]
     embedder = embedder or embedders["default"]
     want_vector = params.mode in ("hybrid", "vector")
@@ -149,7 +148,6 @@ def search_hits(
         # The query is embedded in another thread (ONNX releases the GIL) while the store searches its
         # keywords in this one, on this thread's database connection.
         embedding = _embed_meanwhile(embedder, query) if vector is None else None
-        held = _resident_vectors(store, workspace_id, embedder, params, generation)
         query_vector = embedding.result if embedding is not None else lambda: vector
         if held is not None and held.postings is not None:  # the whole search in memory
             hits = resident.hybrid_search(
@@ -176,7 +174,6 @@ def search_hits(
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
     elif want_vector:
         vector = embedder.embed_query(query) if vector is None else vector
-        held = _resident_vectors(store, workspace_id, embedder, params, generation)
         if held is not None:
             by_vector = held.top(vector, params.candidates, params.min_score, held.mask(params.filters))
         else:
@@ -186,7 +183,6 @@ def search_hits(
         vector_scores, keyword_scores = {h.chunk_id: h.score for h in by_vector}, {}
         order = [h.chunk_id for h in by_vector]
     else:
-        held = _resident_vectors(store, workspace_id, embedder, params, generation)
         if held is not None and held.postings is not None:
             scored, mask = held.bm25(terms, **bm25), held.mask(params.filters)
             by_keyword = held.keyword_top(scored, params.candidates, params.min_score, mask)
@@ -207,12 +203,13 @@ def search_hits(
 
 
 def _resident_vectors(
-    store: Any, workspace_id: int, embedder: Embedder, params: SearchParams, generation: str | None
+    workspace_id: int, embedder: Embedder, params: SearchParams, generation: str | None
 ) -> resident.ResidentVectors | None:
-    """The workspace's vectors in memory, for a search of a store that can use them. A filtered search
+    """The workspace's vectors in memory under `generation` (the search cache's, read before the search),
+    for a store that can use them: read once per search, for its hits and its passages. A filtered search
     uses them only when it can run whole in memory (the filters are masks over the copy's rows): with
     postings, or by vector alone."""
-    if not store.searches_resident_vectors:
+    if not vector_stores["default"].searches_resident_vectors:
         return None
     held = resident.held(workspace_id=workspace_id, model_name=embedder.model_name, generation=generation)
     if held is not None and params.filters and held.postings is None and params.mode != "vector":
@@ -280,7 +277,10 @@ def search_workspace(
             passages=[dict(vars(p)) for p in passages],
             stale_chunks=facts.stale_chunks,
         )
-        (defer or (lambda work: work()))(store)
+        if defer is not None:
+            defer(store)
+        else:
+            store()
     return SearchResult(passages=passages, stale_chunks=facts.stale_chunks, cached=False)
 
 
@@ -370,13 +370,14 @@ def _searched(
         # Filtered to one agent: that agent's embedder (its vectors are only comparable with its own).
         # Across agents, the deployment's: agents with their own provider are then found by keywords only.
         embedder = providers.embedder_for(_one_agent(params.filters))
+        held = _resident_vectors(workspace_id, embedder, params, generation)
         ranked = search_hits(
             workspace_id=workspace_id,
             query=query,
             params=params,
             embedder=embedder,
             hidden_sources=hidden_sources,
-            generation=generation,
+            held=held,
         )
     else:
         params = replace(params, filters={**(params.filters or {}), "agent_id": agent_id})
@@ -385,7 +386,9 @@ def _searched(
         embedder = providers.embedder_for(agent_id)
         # Read before the search, as the search API does: the agent's chunks may then be searched in a
         # copy of the workspace held in memory, masked to the agent's sources.
-        generation = semantic_cache.current_generation(workspace_id)
+        held = _resident_vectors(
+            workspace_id, embedder, params, semantic_cache.current_generation(workspace_id)
+        )
         with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
             vector = embedder.embed_query(query)
         policy = semantic_cache.CachePolicy.of(params)
@@ -408,7 +411,7 @@ def _searched(
                 params=params,
                 vector=vector,
                 embedder=embedder,
-                generation=generation,
+                held=held,
             )
             if policy.enabled:
                 semantic_cache.store(
@@ -420,8 +423,7 @@ def _searched(
                     policy=policy,
                 )
     candidates = ranked[: max(params.top_k, params.rerank_pool) if params.rerank else params.top_k]
-    copy = _resident_vectors(vector_stores["default"], workspace_id, embedder, params, generation)
-    passages = _load_passages(workspace_id, candidates, copy)
+    passages = _load_passages(workspace_id, candidates, held)
     reranked_as_asked = True
     if params.rerank and passages:
         reranked = _rerank(query, passages, params.rerank, pool=max(params.top_k, params.rerank_pool))
