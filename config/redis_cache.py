@@ -13,8 +13,12 @@ reuse, so it is made once per pool."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient
 
@@ -57,3 +61,39 @@ class RedisCache(DjangoRedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = SharedPoolRedisCacheClient
+
+
+@dataclass(frozen=True)
+class Alongside:
+    """Redis commands another part of a request sends in the same round trip as a cache read, and what to do
+    with their replies, in order. `replies` runs before the read's values are used, and may raise: the
+    search API counts a caller's rate (sources/api/throttling.py) in its cache lookup's round trip."""
+
+    commands: list[tuple[Any, ...]]
+    replies: Callable[[list[Any]], None]
+
+
+def shares_redis_url() -> bool:
+    """Whether the default cache lives on settings.REDIS_URL, where the app's own keys (rate limits) are."""
+    default = caches["default"]
+    return isinstance(default, RedisCache) and default._servers == [settings.REDIS_URL]
+
+
+def get_many_alongside(keys: list[str], alongside: Alongside) -> dict[str, Any]:
+    """The default cache's `get_many(keys)`, with `alongside`'s commands sent first in the same round trip
+    (the cache must live on settings.REDIS_URL: `shares_redis_url`)."""
+    default = caches["default"]
+    made = {default.make_and_validate_key(key): key for key in keys}
+    client = default._cache.get_client(write=True)  # the commands may write; the primary answers the read too
+    pipe = client.pipeline(transaction=False)
+    for command in alongside.commands:
+        pipe.execute_command(*command)
+    if made:
+        pipe.mget(list(made))
+    replies = pipe.execute()
+    alongside.replies(replies[: len(alongside.commands)])
+    if not made:
+        return {}
+    loads = default._cache._serializer.loads
+    values = replies[len(alongside.commands)]
+    return {made[key]: loads(value) for key, value in zip(made, values, strict=True) if value is not None}

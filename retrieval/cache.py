@@ -26,6 +26,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
+from config.redis_cache import Alongside, get_many_alongside
 from retrieval.stores.base import VectorHit
 
 
@@ -196,14 +197,19 @@ def _facts_key(workspace_id: int, model_name: str) -> str:
     return f"searchcache:v1:{int(workspace_id)}:facts:{model}"
 
 
-def search_lookup(*, workspace_id: int, key: str, model_name: str = "") -> SearchLookup:
+def search_lookup(
+    *, workspace_id: int, key: str, model_name: str = "", alongside: Alongside | None = None
+) -> SearchLookup:
     """The workspace's generation, the answer cached for `key` under it and the workspace's facts, in one
-    round trip."""
-    if settings.SEARCH_CACHE_TTL <= 0:
+    round trip; `alongside`'s commands go in the same one (the cache must share settings.REDIS_URL)."""
+    keys: list[str] = []
+    if settings.SEARCH_CACHE_TTL > 0:
+        keys = [_generation_key(workspace_id), _search_entry_key(workspace_id, key)]
+        keys.append(_facts_key(workspace_id, model_name))
+    found = cache.get_many(keys) if alongside is None else get_many_alongside(keys, alongside)
+    if not keys:
         return SearchLookup(None, None, None)
-    generation_key = _generation_key(workspace_id)
-    entry_key, facts_key = _search_entry_key(workspace_id, key), _facts_key(workspace_id, model_name)
-    found = cache.get_many([generation_key, entry_key, facts_key])
+    generation_key, entry_key, facts_key = keys
     generation = found.get(generation_key)
     if generation is None:
         return SearchLookup(_first_generation(workspace_id), None, None)

@@ -23,6 +23,7 @@ from django.db import connection
 
 from config import metrics
 from config.backends import embedders, rerankers, vector_stores
+from config.redis_cache import Alongside
 from retrieval import cache as semantic_cache
 from retrieval import keyword, providers, resident
 from retrieval.embedders.base import Embedder
@@ -231,18 +232,23 @@ def search_workspace(
     query: str,
     params: SearchParams,
     defer: Callable[[Callable[[], None]], None] | None = None,
+    alongside: Alongside | None = None,
 ) -> SearchResult:
     """The search API's search. The same question with the same settings, asked again before the
     workspace's knowledge changes, is answered from the search cache: no embedding, no search and no
     query, the passages as they were found (retrieval/cache.py says what keeps them current). A new
     question reads the workspace's hidden sources and reindex notice from the cache too, in the same
     round trip, once they were counted for the current generation. `defer`: given the storing of a new
-    answer in the cache, runs it later (the search API: once its response is sent); else it runs now."""
+    answer in the cache, runs it later (the search API: once its response is sent); else it runs now.
+    `alongside`: Redis commands sent in the cache lookup's round trip (the search API's rate count), whose
+    replies are handled before anything else is done (and may stop the search by raising)."""
     model_name = providers.embedder_for(_one_agent(params.filters)).model_name
     params = with_workspace_bm25(params, workspace_id)
     key = semantic_cache.search_key({"query": query, "model": model_name, **asdict(params)})
     deployment_model = embedders["default"].model_name
-    found = semantic_cache.search_lookup(workspace_id=workspace_id, key=key, model_name=deployment_model)
+    found = semantic_cache.search_lookup(
+        workspace_id=workspace_id, key=key, model_name=deployment_model, alongside=alongside
+    )
     if found.cached is not None:
         passages = [Passage(**_passage_fields(p)) for p in found.cached.passages]
         return SearchResult(passages=passages, stale_chunks=found.cached.stale_chunks, cached=True)

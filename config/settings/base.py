@@ -71,12 +71,16 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54329/grounded")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, whose health check below costs no round trip on a healthy connection.
+    DATABASES["default"]["ENGINE"] = "config.postgres"
 # 0 (a connection per request, from the pool below) unless set. The web server sets 60 (config/asgi.py):
 # its views run on a fixed thread pool whose threads keep their connections, and the requests Django's ASGI
 # handler serves close theirs (config/routing.py). The Celery workers keep theirs (docker-compose.yml).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
-# A kept connection is checked (SELECT 1) before a request's first query, so one that PostgreSQL dropped
-# (a restart, a failover) is replaced instead of failing that request.
+# A kept connection is checked before a request's first query, so one that PostgreSQL dropped (a restart, a
+# failover) is replaced instead of failing that request (config/postgres/base.py: SELECT 1 only when the
+# socket says something happened).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=True)
 # With connections per request, a pool per process keeps them from being opened each time and bounds how many
 # one process holds (hundreds of concurrent requests wait for one of these instead of exhausting PostgreSQL).

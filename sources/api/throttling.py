@@ -21,9 +21,11 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.utils.module_loading import import_string
+from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from config.redis_cache import Alongside
 from sources.api.auth import ApiKeyPrincipal, workspace_for_request
 from sources.models import Workspace
 
@@ -84,23 +86,47 @@ class ApiKeyRateThrottle(BaseThrottle):
     """Requests per window per API key (or per person, for the web UI's session)."""
 
     def allow_request(self, request: Request, view: Any) -> bool:
+        counting = self.counting(request)
+        if counting is None:
+            return True
+        pipe = redis_client().pipeline(transaction=False)
+        for command in counting.commands:
+            pipe.execute_command(*command)
+        counting.replies(pipe.execute())
+        return self._allowed
+
+    def counting(self, request: Request) -> Alongside | None:
+        """The commands that count this request, and what to make of their replies: `request.rate_limit`,
+        and whether it is allowed (`allow_request`'s answer; `refuse_if_over` raises instead). None for
+        a caller that is not counted. The search API sends them with its cache lookup (api/search.py)."""
         caller = _caller(request)
         if caller is None:
-            return True
+            return None
         identity, workspace = caller
         window = int(settings.API_RATE_WINDOW_SECONDS)
         limit = limit_for(workspace)
         now = time.time()
         start = int(now // window * window)
         key = f"{settings.REDIS_KEY_PREFIX}api-rate:{identity}:{start}"
-        pipe = redis_client().pipeline()
-        pipe.incr(key)
-        pipe.expire(key, window + 1)
-        used = int(pipe.execute()[0])
-        figures = RateFigures(limit=limit, used=used, reset_at=start + window, window=window)
-        request.rate_limit = figures  # read by the view (headers) and the error handler (body)
-        self._wait = figures.reset_at - now
-        return used <= limit
+
+        def replies(values: list[Any]) -> None:
+            used = int(values[0])
+            figures = RateFigures(limit=limit, used=used, reset_at=start + window, window=window)
+            request.rate_limit = figures  # read by the view (headers) and the error handler (body)
+            self._wait = figures.reset_at - now
+            self._allowed = used <= limit
+
+        return Alongside(commands=[("INCR", key), ("EXPIRE", key, window + 1)], replies=replies)
+
+    def refuse_if_over(self, counting: Alongside) -> Alongside:
+        """`counting`, raising DRF's Throttled (a 429) from its replies when the request is over the limit."""
+
+        def replies(values: list[Any]) -> None:
+            counting.replies(values)
+            if not self._allowed:
+                raise Throttled(self.wait())
+
+        return Alongside(commands=counting.commands, replies=replies)
 
     def wait(self) -> float | None:
         return getattr(self, "_wait", None)

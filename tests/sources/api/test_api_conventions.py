@@ -4,12 +4,15 @@ Idempotency-Key on POSTs, and a schema that validates without a warning."""
 from __future__ import annotations
 
 import time
+from unittest import mock
 
 import pytest
+import redis
 from django.core.management import call_command
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from config.redis_cache import shares_redis_url
 from sources.models import Source
 from sources.tenancy import workspace_scope
 
@@ -98,6 +101,48 @@ def test_the_key_is_throttled_with_rate_limit_headers_and_a_clear_refusal(api, o
     with workspace_scope(agent.workspace_id):
         assert not Source.objects.exists()
     assert outsider_api.get("/api/v1/sources").status_code == 200
+
+
+@override_settings(API_RATE_PER_MINUTE=4)
+def test_searches_count_with_every_other_request_and_a_refused_one_is_not_answered(api, outsider_api, agent):
+    """A search counts its rate in its cache lookup's round trip: hits, misses and invalid searches count,
+    share the key's allowance with the other endpoints, and a search over it is refused, even a cached one."""
+    miss, hit = api.get("/api/v1/search?q=returns"), api.get("/api/v1/search?q=returns")
+    assert (miss["X-Search-Cache"], hit["X-Search-Cache"]) == ("miss", "hit")
+    invalid, other = api.get("/api/v1/search?q=returns&top_k=0"), api.get("/api/v1/sources")
+    refused, refused_new = api.get("/api/v1/search?q=returns"), api.get("/api/v1/search?q=another")
+    answers = [miss, hit, invalid, other, refused, refused_new]
+    assert [a.status_code for a in answers] == [200, 200, 400, 200, 429, 429]
+    assert [a["RateLimit-Remaining"] for a in answers] == ["3", "2", "1", "0", "0", "0"]
+    error = _error(refused, 429, "rate_limited")
+    assert error["limit"] == 4 and error["usage"] == 5 and "X-Search-Cache" not in refused
+    assert int(refused["Retry-After"]) > 0
+    assert outsider_api.get("/api/v1/search?q=returns").status_code == 200
+
+
+def test_a_cached_search_is_one_round_trip_to_redis(api, agent):
+    assert api.get("/api/v1/search?q=returns")["X-Search-Cache"] == "miss"
+    sent = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self, command, check_health=True):
+        sent.append(command)
+        return original(self, command, check_health)
+
+    with mock.patch.object(redis.connection.AbstractConnection, "send_packed_command", counted):
+        hit = api.get("/api/v1/search?q=returns")
+    assert hit["X-Search-Cache"] == "hit" and hit["RateLimit-Remaining"]
+    assert len(sent) == 1  # the rate's INCR and EXPIRE and the cache's MGET, in one pipeline
+
+
+def test_searches_are_counted_on_their_own_when_the_cache_lives_elsewhere(api, settings):
+    settings.API_RATE_PER_MINUTE = 1
+    elsewhere = settings.CACHES["default"]["LOCATION"].rsplit("/", 1)[0] + "/13"
+    settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": elsewhere}}
+    assert not shares_redis_url()
+    answers = [api.get("/api/v1/search?q=returns") for _ in range(2)]
+    assert [a.status_code for a in answers] == [200, 429]
+    assert answers[0]["X-Search-Cache"] == "miss" and answers[0]["RateLimit-Remaining"] == "0"
 
 
 @override_settings(

@@ -1,0 +1,89 @@
+"""The database backend's health check: no round trip on a healthy kept connection, a dropped one replaced."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from config.postgres.base import DatabaseWrapper, has_pending_input
+
+
+@pytest.fixture
+def wrappers(django_db_setup, django_db_blocker) -> Iterator:
+    """Kept connections of their own to the test database, checked as a web process checks its own."""
+    made: list[DatabaseWrapper] = []
+
+    def make() -> DatabaseWrapper:
+        kept = {**connection.settings_dict, "CONN_HEALTH_CHECKS": True, "CONN_MAX_AGE": 60}
+        wrapper = DatabaseWrapper(kept)
+        wrapper.ensure_connection()
+        made.append(wrapper)
+        return wrapper
+
+    with django_db_blocker.unblock():
+        yield make
+        for wrapper in made:
+            wrapper.close()
+
+
+def _last_query(observer: DatabaseWrapper, pid: int) -> str:
+    with observer.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone()[0]
+
+
+def test_a_healthy_connection_is_usable_without_a_query(wrappers):
+    kept, observer = wrappers(), wrappers()
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT 'the last query before the check'")
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+
+    assert kept.is_usable()
+    kept.health_check_done = False
+    kept.close_if_health_check_failed()
+
+    assert kept.connection is not None  # kept
+    assert _last_query(observer, pid) == "SELECT pg_backend_pid()"  # no SELECT 1 reached the server
+
+
+def test_a_connection_postgresql_dropped_is_replaced_before_the_request_uses_it(wrappers):
+    kept, observer = wrappers(), wrappers()
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    with observer.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    deadline = time.monotonic() + 5
+    while not has_pending_input(kept.connection.fileno()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert not kept.is_usable()
+    kept.health_check_done = False
+    kept.close_if_health_check_failed()
+    assert kept.connection is None  # closed, so the next query opens a new one
+
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] != pid
+
+
+def test_a_connection_with_something_pending_is_asked(wrappers):
+    """A notice waiting on a healthy connection: Django's SELECT 1 decides, and it is kept."""
+    kept, observer = wrappers(), wrappers()
+    with kept.cursor() as cursor:
+        cursor.execute("LISTEN grounded_health_test")
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    with observer.cursor() as cursor:
+        cursor.execute("NOTIFY grounded_health_test")
+    deadline = time.monotonic() + 5
+    while not has_pending_input(kept.connection.fileno()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert kept.is_usable()
+    assert _last_query(observer, pid) == "SELECT 1"
