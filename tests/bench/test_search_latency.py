@@ -3,15 +3,21 @@
 A workspace holds SciFact's abstracts (`../shared/data/scifact`), chunked as ingestion chunks them, with
 real BM25 postings; their vectors come from the synthetic corpus (clustered, unit length), since embedding
 5,183 abstracts would take minutes and a vector's content does not change what a search costs. gunicorn
-processes on 127.0.0.1 (one worker; GROUNDED_BENCH_SEARCH_SERVER picks one or more set-ups, served one after
-another: `asgi`, as `make run` starts it, by default) serve the test database, and this process asks
-`GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive connection:
+processes on 127.0.0.1 (one worker; GROUNDED_BENCH_SEARCH_SERVER picks one or more set-ups, served side by
+side: `asgi`, as `make run` starts it, by default) serve the test database, and this process asks
+`GET /api/v1/search?top_k=5` with an API key, one request at a time on a kept-alive connection to each. The
+claims are asked in blocks of ten, each block of the raw parts and of each server in turn, so a burst of
+someone else's load on this shared machine falls on all of them alike (served one after another, two runs
+of the same code differed by more than the changes measured). Each server has a Redis key prefix of its
+own: its own search cache.
 
 - per mode (hybrid, keyword, vector), SciFact claims asked for the first time (nothing cached);
 - the same claims asked again (a repeated question);
 - `GET /healthz` (no database, no search): the floor of the HTTP and Django stack;
 - beside them, in this process: the raw parts (the query's embedding plus an exact dense search of the
-  same vectors in numpy, top 5), the embedding alone, and `search_passages` without HTTP.
+  same vectors in numpy, top 5), asked in turn with the servers in each mode's phase (`raw_parts_<mode>`,
+  the x raw ratios of that mode) and alone before any server runs (`raw_parts_alone`, the "alone" ratio),
+  the embedding alone, and `search_passages` without HTTP.
 
 One JSON line per server and a table are printed. The test asserts what the answers are (results, a
 repeated question answered the same, every server giving exactly the first one's results), never how fast
@@ -29,7 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,6 +85,8 @@ METRICS_TOKEN = "bench-metrics"
 #: how long the warm-up waits for the server's copy of the workspace (retrieval/resident.py) to be built
 COPY_WAIT_S = 30
 UPSERT_BATCH = 500
+#: claims asked of one server (or the raw parts) before the next takes its turn
+TURN = 10
 
 
 def percentiles(seconds: list[float]) -> dict[str, float]:
@@ -217,7 +225,7 @@ def connections_of(server: str, env: dict[str, str]) -> str:
 
 
 @contextmanager
-def gunicorn(port: int, server: str) -> Iterator[dict[str, str]]:
+def gunicorn(port: int, server: str, run_id: str) -> Iterator[dict[str, str]]:
     """The web server as `make run` starts it (one worker instead of two), on the test database."""
     from django.conf import settings
 
@@ -226,7 +234,7 @@ def gunicorn(port: int, server: str) -> Iterator[dict[str, str]]:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.test",
-        GROUNDED_TEST_RUN=settings.TEST_RUN_ID,  # the same Redis key prefix as this process
+        GROUNDED_TEST_RUN=run_id,  # its own Redis key prefix: its own search cache and rate counts
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         # The bench asks thousands of questions a minute with one key: the API's per-key rate limit is not
         # what it measures (the throttle's own cost, one Redis INCR, is still paid on every request).
@@ -240,7 +248,7 @@ def gunicorn(port: int, server: str) -> Iterator[dict[str, str]]:
             pytest.fail("GROUNDED_BENCH_SEARCH_BASELINE must name a checkout to serve as the baseline")
         cwd = Path(BASELINE).resolve()
         env["PYTHONPATH"] = str(cwd)  # its own code, not this checkout's
-    log_path = ROOT / ".local" / f"bench-search-gunicorn-{settings.TEST_RUN_ID}-{server}.log"
+    log_path = ROOT / ".local" / f"bench-search-gunicorn-{run_id}-{server}.log"
     log_path.parent.mkdir(exist_ok=True)
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -280,34 +288,35 @@ class Client:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.headers = {"Authorization": f"Bearer {api_key}"}
 
-    def get(self, path: str, params: dict[str, Any] | None = None) -> tuple[int, bytes, str | None]:
+    def get(
+        self, path: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes, str | None]:
         url = f"{path}?{urlencode(params)}" if params else path
         try:
-            return self._get(url)
+            return self._get(url, headers or self.headers)
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
             # gunicorn closes a connection idle for 2 s (while this process measured something else);
             # each phase starts with an unmeasured request, so no figure includes the reconnection.
             self.connection.close()
-            return self._get(url)
+            return self._get(url, headers or self.headers)
 
     def copies_built(self) -> float:
         """The server's count of copies built and held (config/metrics.py); 0 before there was one."""
-        self.connection.request("GET", "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
-        response = self.connection.getresponse()
-        body = response.read().decode()
+        _status, raw, _cache = self.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+        body = raw.decode()
         held = 'grounded_search_resident_builds_total{outcome="held"}'
         return sum(float(line.split()[-1]) for line in body.splitlines() if line.startswith(held))
 
-    def _get(self, url: str) -> tuple[int, bytes, str | None]:
-        self.connection.request("GET", url, headers=self.headers)
+    def _get(self, url: str, headers: dict[str, str]) -> tuple[int, bytes, str | None]:
+        self.connection.request("GET", url, headers=headers)
         response = self.connection.getresponse()
         return response.status, response.read(), response.getheader("X-Search-Cache")
 
 
 @contextmanager
-def serving(server: str, api_key: str) -> Iterator[tuple[Client, dict[str, str]]]:
+def serving(server: str, api_key: str, run_id: str) -> Iterator[tuple[Client, dict[str, str]]]:
     port = free_port()
-    with gunicorn(port, server) as env:
+    with gunicorn(port, server, run_id) as env:
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -326,8 +335,9 @@ def serving(server: str, api_key: str) -> Iterator[tuple[Client, dict[str, str]]
 
 
 def test_search_api_latency_beside_its_raw_parts(scifact):
+    from django.conf import settings
+
     from config.backends import embedders
-    from retrieval import cache as search_cache
     from retrieval.services import SearchParams, search_passages
 
     claims = list(dict.fromkeys(q["text"] for q in read_jsonl(SCIFACT / "queries.jsonl")))
@@ -350,25 +360,28 @@ def test_search_api_latency_beside_its_raw_parts(scifact):
         for mode in MODES:
             in_process(mode)(claim)
     shared: dict[str, Any] = {"hybrid_candidates": candidates_beside_exact(scifact, embedder, claims[:50])}
-    _, shared["raw_parts"] = timed(raw, claims)
+    _, shared["raw_parts_alone"] = timed(raw, claims)
     _, shared["embedding_alone"] = timed(embedder.embed_query, claims)
     for mode in MODES:
         _, shared[f"in_process_{mode}"] = timed(in_process(mode), claims)
-    raw_p50, raw_p95 = shared["raw_parts"]["p50_ms"], shared["raw_parts"]["p95_ms"]
 
-    answers: dict[str, list] = {}  # mode -> the first server's results, which every other must repeat
     # The exact 5 nearest of each claim: what a vector search of the vectors held in memory must return.
     exact = {claim: [scifact.chunk_ids[i] for i in raw(claim)] for claim in claims}
+    with ExitStack() as stack:
+        served = []
+        for index, server_name in enumerate(SERVER_NAMES):
+            run_id = f"{settings.TEST_RUN_ID}s{index}"
+            served.append((server_name, *stack.enter_context(serving(server_name, scifact.api_key, run_id))))
+        raw_by_mode, measured = measure_servers([(c, e) for _, c, e in served], raw, warmup, claims, exact)
+    shared.update(raw_by_mode)
     runs = []
-    for server_name in SERVER_NAMES:
-        # Answers cached while serving the previous server must not answer this one's first asks.
-        search_cache.invalidate_searches(workspace_id=scifact.workspace.id)
-        with serving(server_name, scifact.api_key) as (client, env):
-            figures = measure_server(client, env, warmup, claims, answers, exact)
+    for (server_name, _client, env), figures in zip(served, measured, strict=True):
         for mode in MODES:
-            api = figures[f"api_{mode}"]
-            api["x_raw_p50"] = round(api["p50_ms"] / raw_p50, 2)
-            api["x_raw_p95"] = round(api["p95_ms"] / raw_p95, 2)
+            api, raw_mode = figures[f"api_{mode}"], raw_by_mode[f"raw_parts_{mode}"]
+            api["x_raw_p50"] = round(api["p50_ms"] / raw_mode["p50_ms"], 2)
+            api["x_raw_p95"] = round(api["p95_ms"] / raw_mode["p95_ms"], 2)
+            # Beside the raw parts measured alone, before any server ran: what they cost on a warm core.
+            api["x_raw_alone_p50"] = round(api["p50_ms"] / shared["raw_parts_alone"]["p50_ms"], 2)
         runs.append((server_name, connections_of(server_name, env), figures))
 
     for server_name, db_connections, figures in runs:
@@ -440,15 +453,35 @@ def wait_for_the_copy(client: Client, env: dict[str, str]) -> float | None:
     return None
 
 
-def measure_server(
-    client: Client,
-    env: dict[str, str],
+def timed_in_turn(functions: list[Callable[[str], Any]], inputs: list[str]) -> list[tuple[list, dict]]:
+    """The inputs in blocks of TURN, each block given to every function in turn, each call timed: the
+    functions share the machine's load of each fraction of a second. (Taking turns at every input made
+    every call pay for caches the other process had just evicted: a cached answer took twice as long.)
+    Each function is warmed up first on a claim that is not among the inputs."""
+    for function in functions:
+        function("unmeasured warm-up: " + inputs[0][::-1])
+    results: list[list] = [[] for _ in functions]
+    seconds: list[list[float]] = [[] for _ in functions]
+    for start in range(0, len(inputs), TURN):
+        for index, function in enumerate(functions):
+            for item in inputs[start : start + TURN]:
+                started = time.perf_counter()
+                results[index].append(function(item))
+                seconds[index].append(time.perf_counter() - started)
+    return [(found, percentiles(taken)) for found, taken in zip(results, seconds, strict=True)]
+
+
+def measure_servers(
+    servers: list[tuple[Client, dict[str, str]]],
+    raw: Callable[[str], Any],
     warmup: list[str],
     claims: list[str],
-    answers: dict[str, list],
     exact: dict[str, list],
-) -> dict:
-    def ask(mode: str) -> Callable[[str], dict]:
+) -> tuple[dict[str, Any], list[dict]]:
+    """Every server's figures, each claim asked of the raw parts and of every server in turn; and the raw
+    parts' figures for each mode's phase."""
+
+    def ask(client: Client, mode: str) -> Callable[[str], dict]:
         def get(claim: str) -> dict:
             status, body, cache = client.get("/api/v1/search", {"q": claim, "top_k": TOP_K, "mode": mode})
             assert status == 200, body[:300]
@@ -456,46 +489,68 @@ def measure_server(
 
         return get
 
-    for claim in warmup:  # loads the embedder and fills connections in the server
-        for mode in MODES:
-            ask(mode)(claim)
-    figures: dict[str, Any] = {"copy_ready_s": wait_for_the_copy(client, env)}
-    _, figures["http_floor_healthz"] = timed(lambda _claim: client.get("/healthz"), claims)
+    for client, _env in servers:
+        for claim in warmup:  # loads the embedder and fills connections in the server
+            for mode in MODES:
+                ask(client, mode)(claim)
+    figures: list[dict[str, Any]] = [{"copy_ready_s": wait_for_the_copy(c, e)} for c, e in servers]
+    floors = timed_in_turn([lambda _claim, c=c: c.get("/healthz") for c, _e in servers], claims)
+    for server_figures, (_, floor) in zip(figures, floors, strict=True):
+        server_figures["http_floor_healthz"] = floor
+    raw_by_mode: dict[str, Any] = {}
+    answers: dict[str, list] = {}  # mode -> the first server's results, which every other must repeat
     for mode in MODES:
-        first, figures[f"api_{mode}"] = timed(ask(mode), claims)
-        again, figures[f"api_{mode}_repeated"] = timed(ask(mode), claims)
-        answered = sum(bool(body["results"]) for body in first)
-        assert answered == len(claims) if mode != "keyword" else answered >= len(claims) / 2
-        # A repeated question gets the same answer, cached or not (the header: from the cache, if any).
-        assert [body["results"] for body in again] == [body["results"] for body in first]
-        figures[f"api_{mode}_repeated"]["cache_hits"] = sum(body["cache"] == "hit" for body in again)
-        assert not any(body["cache"] == "hit" for body in first)
-        # Every server (another layout, or another commit's code) gives the first one's results, or else, for
-        # a search of the copy held in memory (exact where HNSW is approximate), the exact neighbours:
-        # vector mode's top 5 is checked against them; in hybrid, one other candidate among the 50 moves
-        # the min-max fusion's floor, so a claim's top 5 can change, and agreement is counted (the copy's
-        # candidates are checked against the exact ones in candidates_beside_exact).
-        results = [body["results"] for body in first]
-        reference = answers.setdefault(mode, results)
-        ids = [[r["id"] for r in result] for result in results]
-        same = sum(ours == theirs for ours, theirs in zip(results, reference, strict=True))
-        figures[f"api_{mode}"]["same_ids"] = sum(
-            ours == [r["id"] for r in theirs] for ours, theirs in zip(ids, reference, strict=True)
-        )
-        exact_ids = sum(ours == exact[claim] for ours, claim in zip(ids, claims, strict=True))
-        figures[f"api_{mode}"]["exact_ids"] = exact_ids
-        if same < len(claims) and mode == "vector":
-            assert figures["api_vector"]["exact_ids"] >= 0.98 * len(claims), figures["api_vector"]
-        elif same < len(claims) and mode == "hybrid":
-            assert figures["api_hybrid"]["same_ids"] >= 0.7 * len(claims), figures["api_hybrid"]
-        elif same < len(claims) and mode == "keyword":  # BM25 summed in numpy: the same up to rounding
-            assert figures["api_keyword"]["same_ids"] == len(claims), figures["api_keyword"]
-            scores = [(r["score"], t["score"]) for ours, theirs in zip(results, reference, strict=True)
-                      for r, t in zip(ours, theirs, strict=True)]  # fmt: skip
-            assert max(abs(a - b) for a, b in scores) <= 1e-9
-        else:
-            assert same == len(claims), f"{mode}: results differ from the first server's"
-    return figures
+        first = timed_in_turn([raw, *(ask(c, mode) for c, _e in servers)], claims)
+        raw_by_mode[f"raw_parts_{mode}"] = first[0][1]
+        again = timed_in_turn([ask(c, mode) for c, _e in servers], claims)
+        for server_figures, (asked, taken), (repeated, taken_again) in zip(
+            figures, first[1:], again, strict=True
+        ):
+            server_figures[f"api_{mode}"], server_figures[f"api_{mode}_repeated"] = taken, taken_again
+            check_answers(server_figures, mode, asked, repeated, answers, claims, exact)
+    return raw_by_mode, figures
+
+
+def check_answers(
+    figures: dict[str, Any],
+    mode: str,
+    first: list[dict],
+    again: list[dict],
+    answers: dict[str, list],
+    claims: list[str],
+    exact: dict[str, list],
+) -> None:
+    answered = sum(bool(body["results"]) for body in first)
+    assert answered == len(claims) if mode != "keyword" else answered >= len(claims) / 2
+    # A repeated question gets the same answer, cached or not (the header: from the cache, if any).
+    assert [body["results"] for body in again] == [body["results"] for body in first]
+    figures[f"api_{mode}_repeated"]["cache_hits"] = sum(body["cache"] == "hit" for body in again)
+    assert not any(body["cache"] == "hit" for body in first)
+    # Every server (another layout, or another commit's code) gives the first one's results, or else, for
+    # a search of the copy held in memory (exact where HNSW is approximate), the exact neighbours:
+    # vector mode's top 5 is checked against them; in hybrid, one other candidate among the 50 moves
+    # the min-max fusion's floor, so a claim's top 5 can change, and agreement is counted (the copy's
+    # candidates are checked against the exact ones in candidates_beside_exact).
+    results = [body["results"] for body in first]
+    reference = answers.setdefault(mode, results)
+    ids = [[r["id"] for r in result] for result in results]
+    same = sum(ours == theirs for ours, theirs in zip(results, reference, strict=True))
+    figures[f"api_{mode}"]["same_ids"] = sum(
+        ours == [r["id"] for r in theirs] for ours, theirs in zip(ids, reference, strict=True)
+    )
+    exact_ids = sum(ours == exact[claim] for ours, claim in zip(ids, claims, strict=True))
+    figures[f"api_{mode}"]["exact_ids"] = exact_ids
+    if same < len(claims) and mode == "vector":
+        assert figures["api_vector"]["exact_ids"] >= 0.98 * len(claims), figures["api_vector"]
+    elif same < len(claims) and mode == "hybrid":
+        assert figures["api_hybrid"]["same_ids"] >= 0.7 * len(claims), figures["api_hybrid"]
+    elif same < len(claims) and mode == "keyword":  # BM25 summed in numpy: the same up to rounding
+        assert figures["api_keyword"]["same_ids"] == len(claims), figures["api_keyword"]
+        scores = [(r["score"], t["score"]) for ours, theirs in zip(results, reference, strict=True)
+                  for r, t in zip(ours, theirs, strict=True)]  # fmt: skip
+        assert max(abs(a - b) for a, b in scores) <= 1e-9
+    else:
+        assert same == len(claims), f"{mode}: results differ from the first server's"
 
 
 def print_rows(figures: dict[str, Any]) -> None:
@@ -504,6 +559,7 @@ def print_rows(figures: dict[str, Any]) -> None:
             print(f"{name:28} {json.dumps(row)}")
             continue
         extra = f"  x raw: {row['x_raw_p50']} / {row['x_raw_p95']}" if "x_raw_p50" in row else ""
+        extra += f" (alone: {row['x_raw_alone_p50']})" if "x_raw_alone_p50" in row else ""
         extra += f"  cache hits: {row['cache_hits']}/{row['n']}" if "cache_hits" in row else ""
         if "same_ids" in row:
             extra += f"  same as the first: {row['same_ids']}/{row['n']}"
