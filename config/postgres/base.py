@@ -17,9 +17,11 @@ from django.db.backends.postgresql import base
 
 
 def has_pending_input(fileno: int) -> bool:
-    """Whether the socket has bytes (or an end of stream) waiting, without waiting for any."""
-    readable, _, _ = select.select([fileno], [], [], 0)
-    return bool(readable)
+    """Whether the socket has bytes, an end of stream or an error waiting, without waiting for any. poll,
+    not select: a busy server's sockets can have descriptors above select's limit of 1024."""
+    poller = select.poll()
+    poller.register(fileno, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

@@ -87,3 +87,26 @@ def test_a_connection_with_something_pending_is_asked(wrappers):
 
     assert kept.is_usable()
     assert _last_query(observer, pid) == "SELECT 1"
+
+
+def test_pending_input_is_seen_on_a_descriptor_above_select_s_limit():
+    """A web process with many open sockets: select() refuses descriptors above 1024, poll does not."""
+    import os
+    import resource
+    import socket
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft <= 1500:
+        if hard != resource.RLIM_INFINITY and hard <= 1500:
+            pytest.skip(f"this process may open {hard} descriptors at most")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+    ours, theirs = socket.socketpair()
+    high = os.dup2(ours.fileno(), 1500)
+    try:
+        assert not has_pending_input(high)
+        theirs.sendall(b"x")
+        assert has_pending_input(high)
+    finally:
+        os.close(high)
+        ours.close()
+        theirs.close()
