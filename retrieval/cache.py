@@ -224,12 +224,20 @@ def search_lookup(
     return SearchLookup(generation, cached, facts)
 
 
-def current_generation(workspace_id: int) -> str | None:
-    """The workspace's search generation (None when the search cache is off): what a search that is
-    not itself cached reads before it runs, so it may search a copy held in memory (retrieval/resident.py)."""
+def generation_and_facts(workspace_id: int, model_name: str = "") -> tuple[str | None, WorkspaceFacts | None]:
+    """The workspace's search generation (None when the search cache is off), and its facts if they were
+    counted for it, in one round trip: what a search that is not itself cached (an agent's chat) reads
+    before it runs, so it may search a copy held in memory (retrieval/resident.py) without asking the
+    database for the hidden sources."""
     if settings.SEARCH_CACHE_TTL <= 0:
-        return None
-    return cache.get(_generation_key(workspace_id)) or _first_generation(workspace_id)
+        return None, None
+    generation_key, facts_key = _generation_key(workspace_id), _facts_key(workspace_id, model_name)
+    found = cache.get_many([generation_key, facts_key])
+    generation = found.get(generation_key)
+    if generation is None:
+        return _first_generation(workspace_id), None
+    facts = found.get(facts_key)
+    return generation, facts["facts"] if facts and facts["generation"] == generation else None
 
 
 def _first_generation(workspace_id: int) -> str | None:

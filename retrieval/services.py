@@ -252,19 +252,7 @@ def search_workspace(
     if found.cached is not None:
         passages = [Passage(**_passage_fields(p)) for p in found.cached.passages]
         return SearchResult(passages=passages, stale_chunks=found.cached.stale_chunks, cached=True)
-    facts = found.facts
-    if facts is None:
-        facts = semantic_cache.WorkspaceFacts(
-            hidden_sources=frozenset(_hidden_sources(workspace_id)),
-            stale_chunks=stale_embeddings(workspace_id=workspace_id),
-        )
-        if found.generation is not None:
-            semantic_cache.facts_store(
-                workspace_id=workspace_id,
-                generation=found.generation,
-                model_name=deployment_model,
-                facts=facts,
-            )
+    facts = found.facts or _facts_counted(workspace_id, found.generation)
     passages, reranked_as_asked = _search_passages(
         workspace_id=workspace_id,
         query=query,
@@ -296,6 +284,22 @@ _PASSAGE_FIELDS = frozenset(Passage.__dataclass_fields__)
 def _passage_fields(cached: dict[str, Any]) -> dict[str, Any]:
     """A cached passage's own fields (the cache adds the workspace it was found in)."""
     return {name: value for name, value in cached.items() if name in _PASSAGE_FIELDS}
+
+
+def _facts_counted(workspace_id: int, generation: str | None) -> semantic_cache.WorkspaceFacts:
+    """The workspace's facts from the database, kept in the cache for `generation` (read before them)."""
+    facts = semantic_cache.WorkspaceFacts(
+        hidden_sources=frozenset(_hidden_sources(workspace_id)),
+        stale_chunks=stale_embeddings(workspace_id=workspace_id),
+    )
+    if generation is not None:
+        semantic_cache.facts_store(
+            workspace_id=workspace_id,
+            generation=generation,
+            model_name=embedders["default"].model_name,
+            facts=facts,
+        )
+    return facts
 
 
 def _one_agent(filters: Filters | None) -> int | None:
@@ -391,10 +395,12 @@ def _searched(
         # model are compared (search_hits), whichever provider the agent uses.
         embedder = providers.embedder_for(agent_id)
         # Read before the search, as the search API does: the agent's chunks may then be searched in a
-        # copy of the workspace held in memory, masked to the agent's sources.
-        held = _resident_vectors(
-            workspace_id, embedder, params, semantic_cache.current_generation(workspace_id)
-        )
+        # copy of the workspace held in memory, masked to the agent's sources, and the hidden sources
+        # are the generation's (counted once per generation, as the search API counts them).
+        generation, facts = semantic_cache.generation_and_facts(workspace_id, embedders["default"].model_name)
+        if hidden_sources is None and generation is not None:
+            hidden_sources = (facts or _facts_counted(workspace_id, generation)).hidden_sources
+        held = _resident_vectors(workspace_id, embedder, params, generation)
         with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
             vector = embedder.embed_query(query)
         policy = semantic_cache.CachePolicy.of(params)
@@ -417,6 +423,7 @@ def _searched(
                 params=params,
                 vector=vector,
                 embedder=embedder,
+                hidden_sources=hidden_sources,
                 held=held,
             )
             if policy.enabled:

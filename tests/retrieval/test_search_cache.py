@@ -228,6 +228,31 @@ def test_a_new_question_reads_the_workspaces_facts_from_the_cache(api, workspace
     assert status == "miss" and titles(body) == []
 
 
+def test_an_agents_chat_search_reads_the_hidden_sources_once_per_generation(workspace, agent, kettle):
+    """The chat path counts the workspace's facts as the search API does: its second search asks the
+    database for no hidden sources, and hiding a source (a new generation) is seen by the next one."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from ingestion.lifecycle import source_update
+    from retrieval.services import SearchParams, search_passages
+    from sources.models import Source
+
+    params = SearchParams(top_k=3, min_score=0.0, semantic_cache=False)  # every ask below is searched
+
+    def chat_search(q: str) -> tuple[list[str], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            passages = search_passages(workspace_id=workspace.id, query=q, params=params, agent_id=agent.id)
+        return [p.source_title for p in passages], [q["sql"] for q in queries.captured_queries]
+
+    assert chat_search("kettle warranty")[0] == ["Warranty"]
+    found, asked = chat_search("how many years of warranty")
+    assert found == ["Warranty"] and not [sql for sql in asked if '"hidden_while_paused"' in sql]
+    with workspace_scope(workspace.id):
+        source_update(source=Source.objects.get(id=kettle.id), paused=True, hidden_while_paused=True)
+    assert chat_search("is there a warranty on kettles")[0] == []
+
+
 def test_a_failing_reranker_is_not_cached(api, kettle, settings):
     with rerank_server(score=None, status=503) as url:
         settings.RERANKERS = {
