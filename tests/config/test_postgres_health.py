@@ -36,12 +36,26 @@ def _last_query(observer: DatabaseWrapper, pid: int) -> str:
         return cursor.fetchone()[0]
 
 
+def _pid_after(kept: DatabaseWrapper, statement: str) -> int:
+    """The connection's backend, after it ran `statement` (and asked for its pid, its last query)."""
+    with kept.cursor() as cursor:
+        cursor.execute(statement)
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def _from_observer(observer: DatabaseWrapper, kept: DatabaseWrapper, statement: str, *args) -> None:
+    """Run `statement` on the observer, then wait (5 s at most) for the kept connection to hear of it."""
+    with observer.cursor() as cursor:
+        cursor.execute(statement, list(args))
+    deadline = time.monotonic() + 5
+    while not has_pending_input(kept.connection.fileno()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_healthy_connection_is_usable_without_a_query(wrappers):
     kept, observer = wrappers(), wrappers()
-    with kept.cursor() as cursor:
-        cursor.execute("SELECT 'the last query before the check'")
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
+    pid = _pid_after(kept, "SELECT 'the last query before the check'")
 
     assert kept.is_usable()
     kept.health_check_done = False
@@ -53,14 +67,8 @@ def test_a_healthy_connection_is_usable_without_a_query(wrappers):
 
 def test_a_connection_postgresql_dropped_is_replaced_before_the_request_uses_it(wrappers):
     kept, observer = wrappers(), wrappers()
-    with kept.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    with observer.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-    deadline = time.monotonic() + 5
-    while not has_pending_input(kept.connection.fileno()) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    pid = _pid_after(kept, "SELECT 'a request'")
+    _from_observer(observer, kept, "SELECT pg_terminate_backend(%s)", pid)
 
     assert not kept.is_usable()
     kept.health_check_done = False
@@ -75,15 +83,8 @@ def test_a_connection_postgresql_dropped_is_replaced_before_the_request_uses_it(
 def test_a_connection_with_something_pending_is_asked(wrappers):
     """A notice waiting on a healthy connection: Django's SELECT 1 decides, and it is kept."""
     kept, observer = wrappers(), wrappers()
-    with kept.cursor() as cursor:
-        cursor.execute("LISTEN grounded_health_test")
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    with observer.cursor() as cursor:
-        cursor.execute("NOTIFY grounded_health_test")
-    deadline = time.monotonic() + 5
-    while not has_pending_input(kept.connection.fileno()) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    pid = _pid_after(kept, "LISTEN grounded_health_test")
+    _from_observer(observer, kept, "NOTIFY grounded_health_test")
 
     assert kept.is_usable()
     assert _last_query(observer, pid) == "SELECT 1"
