@@ -35,8 +35,10 @@ def test_a_pdfs_row_shows_its_stage_while_it_is_parsed_and_embedded(
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         status = row.locator("[data-field=status]").inner_text()
-        stage = row.locator("[data-field=stage]")
-        if stage.count() and (text := stage.first.inner_text()) and (not stages or stages[-1] != text):
+        # Read without waiting: the poll may re-render the row between a count and a read, and a stage that
+        # has just ended is then waited for (15 s) rather than seen gone.
+        shown = row.locator("[data-field=stage]").all_inner_texts()
+        if shown and (text := shown[0]) and (not stages or stages[-1] != text):
             if not stages:
                 screenshot(page, "upload-stage", full_page=False)
             stages.append(text)
