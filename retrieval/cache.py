@@ -198,46 +198,31 @@ def _facts_key(workspace_id: int, model_name: str) -> str:
 
 
 def search_lookup(
-    *, workspace_id: int, key: str, model_name: str = "", alongside: Alongside | None = None
+    *, workspace_id: int, key: str | None, model_name: str = "", alongside: Alongside | None = None
 ) -> SearchLookup:
-    """The workspace's generation, the answer cached for `key` under it and the workspace's facts, in one
-    round trip; `alongside`'s commands go in the same one (the cache must share settings.REDIS_URL)."""
-    keys: list[str] = []
-    if settings.SEARCH_CACHE_TTL > 0:
-        keys = [_generation_key(workspace_id), _search_entry_key(workspace_id, key)]
-        keys.append(_facts_key(workspace_id, model_name))
-    found = cache.get_many(keys) if alongside is None else get_many_alongside(keys, alongside)
-    if not keys:
+    """The workspace's generation, the answer cached for `key` under it (None: no answer is looked for, as
+    for an agent's chat, which is not itself cached) and the workspace's facts, in one round trip;
+    `alongside`'s commands go in the same one (the cache must share settings.REDIS_URL)."""
+    if settings.SEARCH_CACHE_TTL <= 0:
+        if alongside is not None:
+            get_many_alongside([], alongside)
         return SearchLookup(None, None, None)
-    generation_key, entry_key, facts_key = keys
+    generation_key, facts_key = _generation_key(workspace_id), _facts_key(workspace_id, model_name)
+    entry_key = None if key is None else _search_entry_key(workspace_id, key)
+    keys = [generation_key, facts_key] + ([entry_key] if entry_key else [])
+    found = cache.get_many(keys) if alongside is None else get_many_alongside(keys, alongside)
     generation = found.get(generation_key)
     if generation is None:
         return SearchLookup(_first_generation(workspace_id), None, None)
     facts = found.get(facts_key)
     facts = facts["facts"] if facts and facts["generation"] == generation else None
-    entry = found.get(entry_key)
+    entry = found.get(entry_key) if entry_key else None
     if not entry or entry["workspace_id"] != workspace_id or entry["generation"] != generation:
         return SearchLookup(generation, None, facts)
     if any(p["workspace_id"] != workspace_id for p in entry["passages"]):
         return SearchLookup(generation, None, facts)
     cached = CachedSearch(passages=entry["passages"], stale_chunks=entry["stale_chunks"])
     return SearchLookup(generation, cached, facts)
-
-
-def generation_and_facts(workspace_id: int, model_name: str = "") -> tuple[str | None, WorkspaceFacts | None]:
-    """The workspace's search generation (None when the search cache is off), and its facts if they were
-    counted for it, in one round trip: what a search that is not itself cached (an agent's chat) reads
-    before it runs, so it may search a copy held in memory (retrieval/resident.py) without asking the
-    database for the hidden sources."""
-    if settings.SEARCH_CACHE_TTL <= 0:
-        return None, None
-    generation_key, facts_key = _generation_key(workspace_id), _facts_key(workspace_id, model_name)
-    found = cache.get_many([generation_key, facts_key])
-    generation = found.get(generation_key)
-    if generation is None:
-        return _first_generation(workspace_id), None
-    facts = found.get(facts_key)
-    return generation, facts["facts"] if facts and facts["generation"] == generation else None
 
 
 def _first_generation(workspace_id: int) -> str | None:

@@ -397,10 +397,12 @@ def _searched(
         # Read before the search, as the search API does: the agent's chunks may then be searched in a
         # copy of the workspace held in memory, masked to the agent's sources, and the hidden sources
         # are the generation's (counted once per generation, as the search API counts them).
-        generation, facts = semantic_cache.generation_and_facts(workspace_id, embedders["default"].model_name)
-        if hidden_sources is None and generation is not None:
-            hidden_sources = (facts or _facts_counted(workspace_id, generation)).hidden_sources
-        held = _resident_vectors(workspace_id, embedder, params, generation)
+        found = semantic_cache.search_lookup(
+            workspace_id=workspace_id, key=None, model_name=embedders["default"].model_name
+        )
+        if hidden_sources is None and found.generation is not None:
+            hidden_sources = (found.facts or _facts_counted(workspace_id, found.generation)).hidden_sources
+        held = _resident_vectors(workspace_id, embedder, params, found.generation)
         with metrics.timed(metrics.EMBED_SECONDS, purpose="query"):
             vector = embedder.embed_query(query)
         policy = semantic_cache.CachePolicy.of(params)
