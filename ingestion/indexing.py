@@ -6,6 +6,7 @@ import json
 import logging
 import time
 import traceback
+from collections.abc import Iterator
 from datetime import datetime
 from functools import partial
 from typing import NamedTuple
@@ -48,8 +49,6 @@ class IndexingError(RuntimeError):
 INDEX_BATCH_MAX_CHARS = 300_000
 INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
-# A job embeds this many chunks (two of the built-in embedder's batches) before handing them to be stored.
-INDEX_PART_CHUNKS = 64
 #: A document ready to embed: its chunks and their embedding inputs.
 Prepared = tuple[Document, list[Chunk], list[str]]
 
@@ -187,20 +186,23 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         by_agent: dict[int, list[Prepared]] = {}
         for item in prepared:
             by_agent.setdefault(item[0].source.agent_id, []).append(item)
-        # Embedded in parts, each stored by another thread while the next is embedded (store_behind.py).
+        # Embedded in parts, each document stored by another thread once its last chunk is embedded, while
+        # the next part is embedded (store_behind.py).
         behind = StoreBehind()
         offset = 0
         for agent_id, group in by_agent.items():
             embedder = embedder_for(agent_id)
-            for number, part in enumerate(parts := _parts(group)):
+            waiting = _Waiting(group, embedder)
+            for part in waiting.parts():
                 try:
-                    vectors = embed_texts([text for _, _, inputs in part for text in inputs], embedder)
+                    vectors = embed_texts([text for _, text in part], embedder)
                 except EmbeddingError as exc:
-                    # The provider failed: this part and the rest of its documents fail with the reason.
-                    for document, _, _ in (item for later in parts[number:] for item in later):
+                    # The provider failed: the documents not yet whole fail with the reason.
+                    for document, _, _ in waiting.unfinished():
                         _fail_document(document, exc.message, exc.detail, held_until=held_until)
                     break
-                behind.submit(partial(_store_part, part, vectors, embedder, held_until))
+                for item, item_vectors in waiting.embedded(part, vectors):
+                    behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
                 offset += len(vectors)
         embedded = time.perf_counter()
         behind.wait()
@@ -219,24 +221,42 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         )
 
 
-def _parts(group: list[Prepared]) -> list[list[Prepared]]:
-    """Whole documents, in order, about INDEX_PART_CHUNKS chunks a part (a long document is one part)."""
-    parts: list[list[Prepared]] = [[]]
-    size = 0
-    for item in group:
-        if size >= INDEX_PART_CHUNKS:
-            parts.append([])
-            size = 0
-        parts[-1].append(item)
-        size += len(item[1])
-    return parts
+class _Waiting:
+    """A job's documents waiting for their vectors. Their chunks are embedded in parts of one batch of the
+    embedder (a provider's: one request of EMBED_BATCH_SIZE), cut from one order by size (the embedder's
+    tokens) across every document of the job, as one pass over all of them would be: parts cut document by
+    document padded ~8 % more tokens on the Flask site (docs/BENCHMARKS.md). Chunks of one size go in
+    document order: most chunks are cut at the embedder's limit, so after the shorter ones the documents
+    are made whole, and stored, one by one while the rest are embedded."""
 
+    def __init__(self, group: list[Prepared], embedder: Embedder) -> None:
+        self._group = group
+        self._embedder = embedder
+        self._vectors: list[list[np.ndarray | None]] = [[None] * len(chunks) for _, chunks, _ in group]
+        self._missing = [len(chunks) for _, chunks, _ in group]
 
-def _store_part(part: list[Prepared], vectors: np.ndarray, embedder: Embedder, held_until: datetime) -> None:
-    start = 0
-    for document, chunks, inputs in part:
-        _store_document(document, chunks, inputs, vectors[start : start + len(chunks)], embedder, held_until)
-        start += len(chunks)
+    def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
+        keys = [(d, c) for d, (_, _, inputs) in enumerate(self._group) for c in range(len(inputs))]
+        texts = [self._group[d][2][c] for d, c in keys]
+        sizes = self._embedder.input_sizes(texts)
+        order = sorted(range(len(keys)), key=lambda n: (sizes[n], keys[n]))
+        # Small parts keep the job's tail short: what the last part makes whole is stored after it.
+        size = max(1, min(self._embedder.batch_size or settings.EMBED_BATCH_SIZE, settings.EMBED_BATCH_SIZE))
+        for start in range(0, len(order), size):
+            yield [(keys[n], texts[n]) for n in order[start : start + size]]
+
+    def embedded(
+        self, part: list[tuple[tuple[int, int], str]], vectors: np.ndarray
+    ) -> Iterator[tuple[Prepared, np.ndarray]]:
+        """Record a part's vectors; yields each document made whole by them, with all its vectors in order."""
+        for ((d, c), _), vector in zip(part, vectors, strict=True):
+            self._vectors[d][c] = vector
+            self._missing[d] -= 1
+            if self._missing[d] == 0:
+                yield self._group[d], np.stack(self._vectors[d])
+
+    def unfinished(self) -> list[Prepared]:
+        return [item for item, missing in zip(self._group, self._missing, strict=True) if missing]
 
 
 def _store_document(

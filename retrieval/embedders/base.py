@@ -21,6 +21,9 @@ class Embedder(ABC):
     #: Stored with every vector, so a change of model is detected instead of mixing vector spaces.
     model_name: str
     dimensions: int
+    #: How many passages it runs at once, when it batches on its own (the built-in models); 0 for a
+    #: provider, whose requests carry EMBED_BATCH_SIZE passages.
+    batch_size: int = 0
 
     @abstractmethod
     def embed_documents(self, texts: list[str]) -> np.ndarray:
@@ -28,6 +31,12 @@ class Embedder(ABC):
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+    def input_sizes(self, texts: list[str]) -> list[int]:
+        """What each passage costs to embed, counted up to where the embedder stops reading: passages of one
+        size batch together without padding (ingestion.indexing orders a job's chunks by it). Characters,
+        unless the embedder knows its own units."""
+        return [len(text) for text in texts]
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:

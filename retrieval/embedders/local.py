@@ -20,7 +20,7 @@ import numpy as np
 from retrieval.embedders.base import Embedder, EmbeddingError, normalize, usable_cores
 
 MAX_TOKENS = 256
-# Inputs are sorted by length and run in batches of this size, so padding stays small.
+# Inputs are sorted by their token count and run in batches of this size, so padding stays small.
 INFERENCE_BATCH = 32
 
 
@@ -35,6 +35,7 @@ def _model_files() -> tuple[Path, Path]:
 class MiniLMOnnxEmbedder(Embedder):
     model_name = "all-MiniLM-L6-v2-onnx-int8"
     dimensions = 384
+    batch_size = INFERENCE_BATCH
 
     def __init__(self, threads: int = 0, spinning: bool = False, **_options: object) -> None:
         # 0: one intra-op thread per core this process may run on (its CPU affinity, so a worker pinned
@@ -44,6 +45,9 @@ class MiniLMOnnxEmbedder(Embedder):
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
+        # Token ids counted by input_sizes, kept for the embed_documents call that follows it, so a job's
+        # chunks are tokenized once.
+        self._counted: dict[str, list[int]] = {}
 
     def _load(self) -> None:
         import onnxruntime as ort
@@ -64,27 +68,49 @@ class MiniLMOnnxEmbedder(Embedder):
         options.add_session_config_entry("session.inter_op.allow_spinning", spin)
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name, not a secret
+        # No padding here: inputs are tokenized once, sorted by token count, and padded per batch.
+        tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+    def input_sizes(self, texts: list[str]) -> list[int]:
+        ids = self._token_ids(texts)
+        with self._lock:
+            self._counted = dict(zip(texts, ids, strict=True))
+        return [len(row) for row in ids]
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         with self._lock:
-            if self._session is None:
-                self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            ids = [self._counted.pop(text, None) for text in texts]
+        missing = [n for n, row in enumerate(ids) if row is None]
+        for n, row in zip(missing, self._token_ids([texts[n] for n in missing]), strict=True):
+            ids[n] = row
+        # Sorted by token count, not characters: characters predict tokens loosely (code and URLs make
+        # many tokens a character), and every padding token costs a full row of attention.
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for start in range(0, len(order), INFERENCE_BATCH):
             batch_ids = order[start : start + INFERENCE_BATCH]
-            out[batch_ids] = self._forward([texts[i] for i in batch_ids])
+            out[batch_ids] = self._forward([ids[i] for i in batch_ids])
         return out
 
-    def _forward(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        attention = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        with self._lock:
+            if self._session is None:
+                self._load()
+        return [e.ids for e in self._tokenizer.encode_batch_fast(texts)]
+
+    def _forward(self, rows: list[list[int]]) -> np.ndarray:
+        width = max(len(row) for row in rows)
+        input_ids = np.zeros((len(rows), width), dtype=np.int64)  # 0 is [PAD]
+        attention = np.zeros_like(input_ids)
+        for n, row in enumerate(rows):
+            input_ids[n, : len(row)] = row
+            attention[n, : len(row)] = 1
         feeds = {
             "input_ids": input_ids,
             "attention_mask": attention,

@@ -5,17 +5,28 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 from django.db import transaction
 
-from ingestion import indexing, tasks
+from ingestion import tasks
 from ingestion.store_behind import StoreBehind
 from retrieval.embedders.base import EmbeddingError
-from sources.models import Chunk, Document, Status
+from retrieval.embedders.local import MiniLMOnnxEmbedder
+from retrieval.vectors import embedding_input
+from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import current_workspace_id, workspace_scope
 from tests.ingestion.test_index_batching import CountingMiniLM, _crawled_pages
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class RecordingMiniLM(CountingMiniLM):
+    texts: list[list[str]] = []
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        RecordingMiniLM.texts.append(list(texts))
+        return super().embed_documents(texts)
 
 
 class FailingOnSecondPart(CountingMiniLM):
@@ -34,7 +45,7 @@ def _embedder(settings, backend: str) -> list[int]:
 
 def test_a_job_embeds_in_parts_and_every_page_is_stored_whole(workspace, agent, settings, monkeypatch):
     calls = _embedder(settings, "tests.ingestion.test_index_batching.CountingMiniLM")
-    monkeypatch.setattr(indexing, "INDEX_PART_CHUNKS", 2)
+    settings.EMBED_BATCH_SIZE = 2
     pages = _crawled_pages(workspace, agent, 6)  # one chunk each
     tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)
     assert calls == [2, 2, 2]  # three parts, in order
@@ -43,11 +54,42 @@ def test_a_job_embeds_in_parts_and_every_page_is_stored_whole(workspace, agent, 
         assert Chunk.objects.filter(embedding__isnull=False).count() == 6 == Chunk.objects.count()
 
 
+def test_parts_cut_across_documents_by_length_and_each_vector_is_its_own_chunks(workspace, agent, settings):
+    _embedder(settings, "tests.ingestion.test_store_behind.RecordingMiniLM")
+    RecordingMiniLM.texts = []
+    settings.EMBED_BATCH_SIZE = 2
+    with workspace_scope(workspace.id):
+        source = Source.objects.create(
+            agent=agent, kind="sitemap", title="Site", config={"url": "https://a.test/"}
+        )
+        # Two pages of a long chunk and a short one each: a part of each length, not a part of each page.
+        pages = [
+            Document.objects.create(
+                source=source,
+                url=f"https://a.test/{name}",
+                title=name,
+                text=f"The {name} guide covers returns and refunds in detail. " * 40
+                + f"\n\nShort {name} note.",
+                status=Status.INDEXING,
+            )
+            for name in ("alpha", "beta")
+        ]
+    tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)
+    first, second = RecordingMiniLM.texts
+    assert all("Short" in text for text in first) and not any("Short" in text for text in second)
+    with workspace_scope(workspace.id):
+        chunks = list(Chunk.objects.order_by("document_id", "position"))
+        assert len(chunks) == 4 and {d.status for d in Document.objects.all()} == {Status.DONE}
+        inputs = [embedding_input(c.text, c.document.title) for c in chunks]
+    own = MiniLMOnnxEmbedder().embed_documents(inputs)
+    assert np.allclose(np.array([c.embedding for c in chunks]), own, atol=1e-5)
+
+
 def test_a_provider_failing_on_a_later_part_fails_the_rest_with_its_reason(
     workspace, agent, settings, monkeypatch
 ):
     calls = _embedder(settings, "tests.ingestion.test_store_behind.FailingOnSecondPart")
-    monkeypatch.setattr(indexing, "INDEX_PART_CHUNKS", 2)
+    settings.EMBED_BATCH_SIZE = 2
     pages = _crawled_pages(workspace, agent, 6)
     tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)
     assert calls == [2, 2]  # the third part is not tried against a provider that just failed

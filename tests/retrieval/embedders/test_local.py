@@ -49,3 +49,15 @@ def test_spinning_threads_give_the_same_vectors(embedder):
         spinning._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
         == "1"
     )
+
+
+def test_input_sizes_are_tokens_up_to_the_limit_and_the_counted_texts_embed_the_same(embedder):
+    # Code makes more tokens per character than prose: the order by size is the model's, not by length.
+    prose, code, long = "Returns are accepted within thirty days.", "x=f(a[0],b[1]);y=g(**k)", "word " * 400
+    assert len(code) < len(prose)
+    sizes = embedder.input_sizes([prose, code, long])
+    assert sizes[1] > sizes[0] and sizes[2] == 256
+    # The ids counted are used once by the next call, which gives what a fresh embedder gives.
+    counted = embedder.embed_documents([long, prose, code])
+    assert not embedder._counted
+    assert np.allclose(counted, MiniLMOnnxEmbedder().embed_documents([long, prose, code]), atol=1e-6)

@@ -1,0 +1,70 @@
+"""The built-in embedder's layouts on this machine, on the Flask docs' 623 embedding inputs: one process at
+one and at two intra-op threads, and two one-thread processes at once (each half the inputs), in turns.
+Says whether more index processes of fewer threads would embed faster (docs/BENCHMARKS.md, "Parts cut by
+token count across a job's documents").
+
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m tests.bench.embedder_threads
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+
+ROUNDS = 2
+
+
+def _inputs() -> list[str]:
+    from tests.bench.test_pipeline_bench import _site_inputs
+    from tests.ingestion.conftest import flask_page_paths
+    from tests.ingestion.crawl.servers import FLASK_DOCS
+
+    return _site_inputs({f"http://docs.test/{p}": FLASK_DOCS / p for p in flask_page_paths()})
+
+
+def _embed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:
+    from retrieval.embedders.local import MiniLMOnnxEmbedder
+
+    embedder = MiniLMOnnxEmbedder(threads=threads)
+    embedder.embed_documents(texts[:8])  # the model loaded outside the timing, as in a worker
+    while time.time() < start_at:  # both processes of a pair start together
+        time.sleep(0.005)
+    started, cpu = time.perf_counter(), time.process_time()
+    embedder.embed_documents(texts)
+    return {"seconds": round(time.perf_counter() - started, 2), "cpu_s": round(time.process_time() - cpu, 2)}
+
+
+def _setup() -> None:
+    import django
+
+    django.setup()
+
+
+def main() -> None:
+    _setup()
+    texts = _inputs()
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2, initializer=_setup) as pool:
+        for number in range(ROUNDS):
+            for threads in (2, 1):
+                alone = pool.apply(_embed, (texts, threads))
+                print(json.dumps({"round": number, "layout": f"1 process x {threads} threads", **alone}))
+            start_at = time.time() + 15  # after both have loaded the model
+            halves = [pool.apply_async(_embed, (texts[k::2], 1, start_at)) for k in (0, 1)]
+            pair = [h.get() for h in halves]
+            print(
+                json.dumps(
+                    {
+                        "round": number,
+                        "layout": "2 processes x 1 thread, half the inputs each",
+                        "seconds": max(p["seconds"] for p in pair),
+                        "cpu_s": round(sum(p["cpu_s"] for p in pair), 2),
+                    }
+                )
+            )
+    print(json.dumps({"inputs": len(texts)}))
+
+
+if __name__ == "__main__":
+    main()
