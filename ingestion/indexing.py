@@ -236,14 +236,18 @@ class _Waiting:
         self._missing = [len(chunks) for _, chunks, _ in group]
 
     def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
-        keys = [(d, c) for d, (_, _, inputs) in enumerate(self._group) for c in range(len(inputs))]
-        texts = [self._group[d][2][c] for d, c in keys]
-        sizes = self._embedder.input_sizes(texts)
-        order = sorted(range(len(keys)), key=lambda n: (sizes[n], keys[n]))
+        chunks = [
+            ((d, c), text) for d, (_, _, inputs) in enumerate(self._group) for c, text in enumerate(inputs)
+        ]
+        sizes = self._embedder.input_sizes([text for _, text in chunks])
+        # A stable sort: chunks of one size stay in document order.
+        order = sorted(range(len(chunks)), key=sizes.__getitem__)
         # Small parts keep the job's tail short: what the last part makes whole is stored after it.
-        size = max(1, min(self._embedder.batch_size or settings.EMBED_BATCH_SIZE, settings.EMBED_BATCH_SIZE))
+        size = max(1, settings.EMBED_BATCH_SIZE)
+        if self._embedder.batch_size:
+            size = min(size, self._embedder.batch_size)
         for start in range(0, len(order), size):
-            yield [(keys[n], texts[n]) for n in order[start : start + size]]
+            yield [chunks[n] for n in order[start : start + size]]
 
     def embedded(
         self, part: list[tuple[tuple[int, int], str]], vectors: np.ndarray
