@@ -19,7 +19,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion import claims, lanes
+from ingestion import claims, lanes, sentence_inputs
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
@@ -49,8 +49,9 @@ class IndexingError(RuntimeError):
 INDEX_BATCH_MAX_CHARS = 300_000
 INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
-#: A document ready to embed: its chunks and their embedding inputs.
-Prepared = tuple[Document, list[Chunk], list[str]]
+#: A document ready to embed: its chunks, their embedding inputs followed by their sentences' (when the
+#: deployment makes sentence vectors), and where each chunk's sentences are among them.
+Prepared = tuple[Document, list[Chunk], list[str], sentence_inputs.Layout | None]
 
 
 def batch_budget() -> tuple[int, int]:
@@ -179,7 +180,9 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                 log.exception("chunking document %s failed", document.id)
                 _fail_document(document, UNEXPECTED, traceback.format_exc(), held_until=held_until)
                 continue
-            prepared.append((document, chunks, [embedding_input(c.text, document.title) for c in chunks]))
+            inputs = [embedding_input(c.text, document.title) for c in chunks]
+            inputs, layout = sentence_inputs.with_sentences([c.text for c in chunks], inputs, document.title)
+            prepared.append((document, chunks, inputs, layout))
         chunked = time.perf_counter()
         # One pass per embedder: an agent may embed with its own provider (retrieval.providers), and one
         # provider failing fails only its own documents.
@@ -189,7 +192,7 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         # Embedded in parts, each document stored by another thread once its last chunk is embedded, while
         # the next part is embedded (store_behind.py).
         behind = StoreBehind()
-        offset = 0
+        embedded_inputs = 0
         for agent_id, group in by_agent.items():
             embedder = embedder_for(agent_id)
             waiting = _Waiting(group, embedder)
@@ -198,12 +201,12 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                     vectors = embed_texts([text for _, text in part], embedder)
                 except EmbeddingError as exc:
                     # The provider failed: the documents not yet whole fail with the reason.
-                    for document, _, _ in waiting.unfinished():
+                    for document, *_ in waiting.unfinished():
                         _fail_document(document, exc.message, exc.detail, held_until=held_until)
                     break
                 for item, item_vectors in waiting.embedded(part, vectors):
                     behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
-                offset += len(vectors)
+                embedded_inputs += len(vectors)
         embedded = time.perf_counter()
         behind.wait()
         # Where an index job's time goes (the ingestion benchmark reads these lines from worker logs).
@@ -212,7 +215,9 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
             json.dumps(
                 {
                     "documents": len(documents),
-                    "chunks": offset,
+                    "chunks": sum(len(chunks) for _, chunks, _, _ in prepared),
+                    # the chunks' and, with sentence vectors, their sentences'
+                    "inputs": embedded_inputs,
                     "chunk_s": round(chunked - started, 4),
                     "embed_s": round(embedded - chunked, 4),
                     "store_s": round(time.perf_counter() - embedded, 4),
@@ -232,12 +237,12 @@ class _Waiting:
     def __init__(self, group: list[Prepared], embedder: Embedder) -> None:
         self._group = group
         self._embedder = embedder
-        self._vectors: list[list[np.ndarray | None]] = [[None] * len(chunks) for _, chunks, _ in group]
-        self._missing = [len(chunks) for _, chunks, _ in group]
+        self._vectors: list[list[np.ndarray | None]] = [[None] * len(inputs) for _, _, inputs, _ in group]
+        self._missing = [len(inputs) for _, _, inputs, _ in group]
 
     def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
         chunks = [
-            ((d, c), text) for d, (_, _, inputs) in enumerate(self._group) for c, text in enumerate(inputs)
+            ((d, c), text) for d, (_, _, inputs, _) in enumerate(self._group) for c, text in enumerate(inputs)
         ]
         sizes = self._embedder.input_sizes([text for _, text in chunks])
         # A stable sort: chunks of one size stay in document order.
@@ -267,10 +272,12 @@ def _store_document(
     document: Document,
     chunks: list[Chunk],
     inputs: list[str],
+    layout: sentence_inputs.Layout | None,
     vectors: np.ndarray,
     embedder: Embedder,
     held_until: datetime,
 ) -> None:
+    vectors, inputs = sentence_inputs.attach(chunks, vectors, layout), inputs[: len(chunks)]
     try:
         with transaction.atomic():
             if not claims.still_held(document.id, held_until):

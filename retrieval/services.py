@@ -25,7 +25,7 @@ from config import metrics
 from config.backends import embedders, rerankers, vector_stores
 from config.redis_cache import Alongside
 from retrieval import cache as semantic_cache
-from retrieval import keyword, providers, resident
+from retrieval import keyword, providers, resident, sentences
 from retrieval.embedders.base import Embedder
 from retrieval.fusion import FUSIONS
 from retrieval.stores.base import Filters, VectorHit, validate_filters
@@ -55,6 +55,11 @@ class SearchParams:
     cache_threshold: float | None = None
     cache_max_entries: int | None = None
     cache_ttl: int | None = None
+    # The sentence-vector rescoring of a hybrid search's head (retrieval/sentences.py): weights of chunk
+    # cosine, best-sentence cosine and BM25, and how many fused candidates; all 0 (the deployment makes
+    # no sentence vectors) is off. Part of the params, so cached searches never outlive a change.
+    sentence_weights: tuple[float, float, float] = field(default_factory=lambda: sentences.default_weights())
+    sentence_candidates: int = field(default_factory=lambda: settings.SEARCH_SENTENCE_CANDIDATES)
     # BM25's k1 and b; None is the workspace's (Workspace.bm25_k1, bm25_b), read before the search.
     bm25_k1: float | None = None
     bm25_b: float | None = None
@@ -62,6 +67,8 @@ class SearchParams:
     def __post_init__(self) -> None:
         if self.candidates < 1 or self.rerank_pool < 1:
             raise ValueError("candidates and rerank_pool must be at least 1")
+        if len(self.sentence_weights) != 3 or min(self.sentence_weights) < 0:
+            raise ValueError("sentence_weights must be three weights of 0 or more")
         if self.bm25_k1 is not None and not 0 <= self.bm25_k1 <= 3:
             raise ValueError("bm25_k1 must be between 0 and 3")
         if self.bm25_b is not None and not 0 <= self.bm25_b <= 1:
@@ -173,6 +180,16 @@ def search_hits(
             ]
         fused = FUSIONS[params.fusion](rankings, [params.vector_weight, params.keyword_weight])
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+        order = sentences.rescored(
+            order,
+            weights=params.sentence_weights,
+            candidates=params.sentence_candidates,
+            workspace_id=workspace_id,
+            vector=query_vector,
+            model_name=embedder.model_name,
+            vector_scores=vector_scores,
+            keyword_scores=keyword_scores,
+        )
     elif want_vector:
         vector = embedder.embed_query(query) if vector is None else vector
         if held is not None:

@@ -307,6 +307,9 @@ class Chunk(TenantModel):
     text = models.TextField()
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
+    # The chunk's sentences embedded one by one by the same model (retrieval.sentences packs them), when
+    # the deployment makes them (settings.SENTENCE_VECTORS): a hybrid search's third signal.
+    sentence_vectors = models.BinaryField(null=True, blank=True, editable=False)
     # agent_id, document_id, chunk_id, url, workspace_id, source_id, lang: what filters and citations use.
     metadata = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)

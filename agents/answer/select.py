@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.answer.segment import CODE, HEADING, ITEM, PROSE, ROW, Unit, segment
 from agents.guard import is_instruction
 from agents.prompts import NumberedPassage
 from config.backends import embedders
+from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, Unit, segment
 from retrieval.keyword import tokenize
 
 MAX_UNITS = 4  # units chosen on their own merit; completion may add a few more

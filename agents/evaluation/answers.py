@@ -72,6 +72,7 @@ def index_site(site: Path, log: Callable[[str], None]) -> Workspace:
         settings.CHUNK_TARGET_CHARS,
         settings.CHUNK_OVERLAP_CHARS,
         settings.EMBED_TITLE_PREFIX,
+        settings.SENTENCE_VECTORS,
         embedders["default"].model_name,
     )
     workspace, _ = Workspace.objects.get_or_create(

@@ -2,9 +2,9 @@
 their fact, in page order, cited. Runs the configured embedder, as the chat does."""
 
 from agents.answer import NOTHING_FOUND, extractive_answer
-from agents.answer.segment import segment
 from agents.answer.select import complete, usable_passages
 from agents.prompts import NumberedPassage
+from ingestion.segment import segment
 from retrieval.services import Passage
 
 SETTINGS_PAGE = """Builtin Configuration Values

@@ -1,6 +1,6 @@
 """The built-in answerer's units: whole sentences across wrapped lines, and lines that stand alone."""
 
-from agents.answer.segment import CODE, HEADING, ITEM, PROSE, ROW, segment
+from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, segment
 
 
 def texts(text: str) -> list[tuple[str, str]]:

@@ -10,11 +10,13 @@ gives the command's figures (keyword 0.7005, vector 0.6768, hybrid 0.7358 on tra
 replay is faithful, printed first by `levers`.
 
     DJANGO_SETTINGS_MODULE=config.settings.local .venv/bin/python -m tests.bench.scifact_levers \
-        --cache /tmp/scifact-cache embed minilm|minilm512|e5 | levers [minilm512] | subset N M | cost N
+        --cache /tmp/scifact-cache embed minilm|minilm512|e5 | levers [minilm512] | subset N M | cost N \
+        | sentence-cost N
 
 `subset N M`: the judged documents of the first N train queries and M others (evaluation.sample_documents),
 for e5, too slow here to embed the whole corpus (vectors cached by text, so a run can be resumed).
-`cost N`: docs/s of embedding the first N abstracts with each model, in turns.
+`cost N`: docs/s of embedding the first N abstracts with each model, in turns. `sentence-cost N`: the same
+for MiniLM without and with sentence vectors (retrieval/sentences.py).
 """
 
 from __future__ import annotations
@@ -213,6 +215,37 @@ def cost(cache: Path, documents: int) -> None:
     print(json.dumps({"documents": len(keep), "chunks": len(texts), "docs_per_s": rates}))
 
 
+def sentence_cost(cache: Path, documents: int) -> None:
+    """Embedding docs/s of the first `documents` abstracts as ingestion embeds them, without and with
+    sentence vectors (each chunk's inputs plus ingestion.sentence_inputs' sentences), in turns."""
+    from ingestion.sentence_inputs import sentence_texts
+
+    title_of = {d.doc_id: d.title for d in evaluation.load_corpus(DATA / "corpus.jsonl")}
+    doc_ids, inputs = corpus_chunks(cache)
+    keep = list(dict.fromkeys(doc_ids))[:documents]
+    chosen = [(d, t) for d, t in zip(doc_ids, inputs, strict=True) if d in set(keep)]
+    chunks_only = [t for _, t in chosen]
+    with_sentences = list(chunks_only)
+    for d in keep:  # each document's unique sentences, as with_sentences dedupes them per document
+        title = title_of[d]
+        texts = [
+            s for doc, t in chosen if doc == d for s in sentence_texts(t.removeprefix(f"{title}\n\n"), title)
+        ]
+        with_sentences += list(dict.fromkeys(texts))
+    encoder = embedder("minilm")
+    encoder.embed_query("warm-up")
+    rates: dict[str, list[float]] = {"chunks": [], "chunks + sentences": []}
+    for _round in range(2):
+        for name, texts in (("chunks", chunks_only), ("chunks + sentences", with_sentences)):
+            texts = sorted(texts, key=len)  # as index jobs order their inputs
+            started = time.perf_counter()
+            for start in range(0, len(texts), settings.EMBED_BATCH_SIZE):
+                encoder.embed_documents(texts[start : start + settings.EMBED_BATCH_SIZE])
+            rates[name].append(round(len(keep) / (time.perf_counter() - started), 2))
+    inputs_count = {"chunks": len(chunks_only), "chunks + sentences": len(with_sentences)}
+    print(json.dumps({"documents": len(keep), "inputs": inputs_count, "docs_per_s": rates}))
+
+
 def load_dense(cache: Path, model: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     saved = np.load(cache / f"{model}.npz")
     return saved["chunks"], {k[1:]: saved[k] for k in saved.files if k.startswith("q")}
@@ -335,7 +368,7 @@ def subset(cache: Path, queries_count: int, distractors: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("action", choices=["embed", "levers", "absolute", "subset", "cost"])
+    parser.add_argument("action", choices=["embed", "levers", "absolute", "subset", "cost", "sentence-cost"])
     parser.add_argument("args", nargs="*")
     opts = parser.parse_args()
     opts.cache.mkdir(parents=True, exist_ok=True)
@@ -347,6 +380,8 @@ def main() -> None:
         absolute(opts.cache, *opts.args)
     elif opts.action == "cost":
         cost(opts.cache, int(opts.args[0]))
+    elif opts.action == "sentence-cost":
+        sentence_cost(opts.cache, int(opts.args[0]))
     else:
         subset(opts.cache, int(opts.args[0]), int(opts.args[1]))
 
