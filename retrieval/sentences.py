@@ -41,9 +41,11 @@ def best_sentence_scores(
     """Each chunk's best sentence cosine with the query, for those of `chunk_ids` that have sentence
     vectors of `model_name` (one read)."""
     with workspace_scope(workspace_id):
-        rows = Chunk.objects.filter(
-            id__in=chunk_ids, embedding_model=model_name, sentence_vectors__isnull=False
-        ).values_list("id", "sentence_vectors")
+        rows = (
+            Chunk.objects.filter(id__in=chunk_ids, embedding_model=model_name, sentence_vectors__isnull=False)
+            .order_by()
+            .values_list("id", "sentence_vectors")
+        )
         rows = list(rows)
     query = np.asarray(vector, dtype=np.float32)
     return {str(cid): float((unpack(data, len(query)) @ query).max()) for cid, data in rows}

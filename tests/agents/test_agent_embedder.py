@@ -58,8 +58,9 @@ def reindexed(source) -> Source:
 
 
 def test_choosing_the_provider_reindexes_and_embeds_passages_and_questions_there(
-    api, workspace, agent, provider
+    api, workspace, agent, provider, settings
 ):
+    settings.SENTENCE_VECTORS = False  # the provider's requests below are the chunks' alone
     source = index_text(workspace, agent, "Kettle care", KETTLE)
     assert embedding_requests(provider) == []
     response = use_provider(api, agent, provider)

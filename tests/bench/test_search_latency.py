@@ -115,6 +115,20 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
     return rows
 
 
+def _synthetic_sentences(chunks: list, vectors: np.ndarray, titles: list[str]) -> None:
+    """As many sentence vectors per chunk as ingestion would make for its text (ingestion.sentence_inputs),
+    each its chunk's synthetic vector plus noise, so the rescoring reads and scores what it would."""
+    from ingestion.sentence_inputs import sentence_texts
+    from retrieval.sentences import pack
+
+    rng = np.random.default_rng(11)
+    for chunk, vector, title in zip(chunks, vectors, titles, strict=True):
+        count = max(1, len(sentence_texts(chunk.text, title)))
+        noisy = vector + rng.normal(scale=0.6 / np.sqrt(len(vector)), size=(count, len(vector)))
+        noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+        chunk.sentence_vectors = pack(noisy.astype(np.float32))
+
+
 class SciFactWorkspace:
     """One workspace, agent and source holding SciFact abstracts, one document each."""
 
@@ -172,9 +186,12 @@ class SciFactWorkspace:
                         )
                     )
                     inputs.append(embedding_input(piece.text, document.title))
-            Chunk.objects.bulk_create(chunks, batch_size=2000)
         synthetic = SyntheticCorpus(len(chunks))
         self.vectors = np.concatenate([synthetic.block(b).vectors for b in range(synthetic.blocks)])
+        if settings.SENTENCE_VECTORS:
+            _synthetic_sentences(chunks, self.vectors, [c.document.title for c in chunks])
+        with workspace_scope(self.workspace.id):
+            Chunk.objects.bulk_create(chunks, batch_size=2000)
         self.chunk_ids = [str(chunk.id) for chunk in chunks]
         assert len(self.vectors) == len(chunks) and BLOCK > 0
         store = vector_stores["default"]

@@ -17,6 +17,13 @@ from sources.tenancy import workspace_scope
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def chunks_only(settings):
+    """These tests count what the embedder is given for chunks; their sentences (settings.SENTENCE_VECTORS)
+    would add inputs, and are tested in tests/retrieval/test_sentence_vectors.py."""
+    settings.SENTENCE_VECTORS = False
+
+
 class CountingMiniLM(MiniLMOnnxEmbedder):
     """The deployment's embedder, recording how many texts each call embeds."""
 

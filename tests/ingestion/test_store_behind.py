@@ -21,6 +21,13 @@ from tests.ingestion.test_index_batching import CountingMiniLM, _crawled_pages
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def chunks_only(settings):
+    """These tests count what the embedder is given for chunks; their sentences (settings.SENTENCE_VECTORS)
+    would add inputs, and are tested in tests/retrieval/test_sentence_vectors.py."""
+    settings.SENTENCE_VECTORS = False
+
+
 class RecordingMiniLM(CountingMiniLM):
     texts: list[list[str]] = []
 

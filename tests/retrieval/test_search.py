@@ -78,8 +78,16 @@ def test_score_fusion_is_available(workspace, knowledge):
 
 def test_absolute_fusion_ranks_by_each_passages_own_two_scores(workspace, knowledge):
     # Every candidate is scored by both retrievers before fusing, so the order is exactly the weighted sum
-    # of the scores each passage reports, also for a passage that only one retriever's first two held.
-    params = SearchParams(fusion="absolute", vector_weight=0.4, keyword_weight=0.6, top_k=6, candidates=2)
+    # of the scores each passage reports, also for a passage that only one retriever's first two held
+    # (no sentence rescoring, which adds a third score).
+    params = SearchParams(
+        fusion="absolute",
+        vector_weight=0.4,
+        keyword_weight=0.6,
+        top_k=6,
+        candidates=2,
+        sentence_weights=(0.0, 0.0, 0.0),
+    )
     for query in ("white kettle store", "Lyon kettle", "kettle nine"):
         passages = search_passages(workspace_id=workspace.id, query=query, params=params)
         assert len(passages) > 2  # the retrievers' first two differ

@@ -57,7 +57,8 @@ def openai_settings(provider, api_key):
 
 
 @pytest.mark.django_db
-def test_indexing_embeds_in_batches_through_the_configured_provider(provider, workspace, agent):
+def test_indexing_embeds_in_batches_through_the_configured_provider(provider, workspace, agent, settings):
+    settings.SENTENCE_VECTORS = False  # the batches below are the chunks' alone
     from ingestion.indexing import source_index
     from ingestion.lifecycle import source_create
     from sources.models import Chunk, Source
