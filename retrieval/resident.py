@@ -84,6 +84,9 @@ class ResidentVectors:
     filters: FilterIndex | None = None
     #: each row as SHOWN selects it: what its passage shows
     shown: list[tuple] = field(default_factory=list, repr=False, compare=False)
+    #: each row's packed sentence vectors (retrieval/sentences.py) or None; empty when not held (a copy
+    #: that would not fit the budget with them is held without them)
+    sentences: list[bytes | None] = field(default_factory=list, repr=False, compare=False)
     #: chunk id -> its row
     row: dict[str, int] = field(init=False, repr=False, compare=False)
     #: the memory the copy takes, roughly (counted once: _keep sums it over every copy at each build)
@@ -94,8 +97,17 @@ class ResidentVectors:
         held = self.postings.nbytes if self.postings is not None else 0
         held += self.filters.nbytes if self.filters is not None else 0
         held += sum(sum(len(v) for v in r if isinstance(v, str)) + 200 for r in self.shown)
+        held += sum(len(v) + 40 for v in self.sentences if v is not None)
         # the ids and their index, roughly
         object.__setattr__(self, "nbytes", int(self.matrix.nbytes) + 100 * len(self.ids) + held)
+
+    def sentence_rows(self, chunk_ids: list[str]) -> dict[str, bytes] | None:
+        """The packed sentence vectors of those chunk ids that have them; None when the copy holds none
+        (the caller reads them from the database)."""
+        if not self.sentences:
+            return None
+        found = {c: self.sentences[self.row[c]] for c in chunk_ids if c in self.row}
+        return {c: v for c, v in found.items() if v is not None}
 
     def shown_rows(self, chunk_ids: list[str]) -> dict[str, tuple]:
         """What the passages of those chunk ids that are rows here show (as PASSAGES_SQL's rows)."""
@@ -245,14 +257,16 @@ def load(*, workspace_id: int, model_name: str, generation: str) -> ResidentVect
     limit = settings.SEARCH_RESIDENT_MAX_CHUNKS
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT vector_send(c.embedding), {SHOWN} FROM {SHOWN_FROM} WHERE c.workspace_id = %s"
+            f"SELECT vector_send(c.embedding), c.sentence_vectors, {SHOWN} FROM {SHOWN_FROM}"
+            " WHERE c.workspace_id = %s"
             " AND c.embedding IS NOT NULL AND c.embedding_model = %s LIMIT %s",
             [workspace_id, model_name, limit + 1],
         )
         rows = cursor.fetchall()
     if len(rows) > limit:
         return None
-    shown = [row[1:] for row in rows]
+    shown = [row[2:] for row in rows]
+    sentences = [bytes(row[1]) if row[1] is not None else None for row in rows]
     ids = [row[0] for row in shown]
     filters = FilterIndex.of([json.loads(row[2]) for row in shown])
     if not rows:
@@ -263,7 +277,13 @@ def load(*, workspace_id: int, model_name: str, generation: str) -> ResidentVect
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.where(norms == 0, 1, norms)
     postings = resident_postings.load(workspace_id=workspace_id, ids=ids) if ids else None
-    return ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings, filters, shown)
+    copy = ResidentVectors(
+        workspace_id, model_name, generation, ids, matrix, postings, filters, shown, sentences
+    )
+    if copy.nbytes > settings.SEARCH_RESIDENT_MAX_BYTES and any(v is not None for v in sentences):
+        # Too big with its sentences: held without them, the rescoring reads those rows from the database.
+        copy = ResidentVectors(workspace_id, model_name, generation, ids, matrix, postings, filters, shown)
+    return copy
 
 
 def _keep(copy: ResidentVectors) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from django.conf import settings
 
+from retrieval.resident import ResidentVectors
 from sources.models import Chunk
 from sources.tenancy import workspace_scope
 
@@ -36,19 +37,25 @@ def unpack(data: bytes | memoryview, dimensions: int) -> np.ndarray:
 
 
 def best_sentence_scores(
-    *, workspace_id: int, chunk_ids: list[str], vector: np.ndarray, model_name: str
+    *,
+    workspace_id: int,
+    chunk_ids: list[str],
+    vector: np.ndarray,
+    model_name: str,
+    held: ResidentVectors | None = None,
 ) -> dict[str, float]:
     """Each chunk's best sentence cosine with the query, for those of `chunk_ids` that have sentence
-    vectors of `model_name` (one read)."""
-    with workspace_scope(workspace_id):
-        rows = (
-            Chunk.objects.filter(id__in=chunk_ids, embedding_model=model_name, sentence_vectors__isnull=False)
-            .order_by()
-            .values_list("id", "sentence_vectors")
-        )
-        rows = list(rows)
+    vectors of `model_name`: from `held`, the workspace's copy in memory of that model's rows, when it
+    holds sentences, else one read."""
+    packed = held.sentence_rows(chunk_ids) if held is not None else None
+    if packed is None:
+        with workspace_scope(workspace_id):
+            rows = Chunk.objects.filter(
+                id__in=chunk_ids, embedding_model=model_name, sentence_vectors__isnull=False
+            ).order_by()
+            packed = {str(cid): data for cid, data in rows.values_list("id", "sentence_vectors")}
     query = np.asarray(vector, dtype=np.float32)
-    return {str(cid): float((unpack(data, len(query)) @ query).max()) for cid, data in rows}
+    return {cid: float((unpack(data, len(query)) @ query).max()) for cid, data in packed.items()}
 
 
 def rescore(
@@ -94,6 +101,7 @@ def rescored(
     model_name: str,
     vector_scores: dict[str, float],
     keyword_scores: dict[str, float],
+    held: ResidentVectors | None = None,
 ) -> list[str]:
     """A hybrid search's fused order, its first `candidates` rescored with sentence vectors; unchanged
     where none of them has sentence vectors, and with no weights (no read then: a search costs what it
@@ -101,7 +109,11 @@ def rescored(
     if candidates < 1 or not any(weights):
         return order
     best = best_sentence_scores(
-        workspace_id=workspace_id, chunk_ids=order[:candidates], vector=vector(), model_name=model_name
+        workspace_id=workspace_id,
+        chunk_ids=order[:candidates],
+        vector=vector(),
+        model_name=model_name,
+        held=held,
     )
     if not best:
         return order

@@ -189,6 +189,7 @@ def search_hits(
             model_name=embedder.model_name,
             vector_scores=vector_scores,
             keyword_scores=keyword_scores,
+            held=held,
         )
     elif want_vector:
         vector = embedder.embed_query(query) if vector is None else vector

@@ -309,7 +309,7 @@ EMBED_TITLE_PREFIX = env.bool("EMBED_TITLE_PREFIX", default=True)
 # are rescored by their chunk cosine until `manage.py reindex` gives them their sentences.
 SENTENCE_VECTORS = env.bool("SENTENCE_VECTORS", default=True)
 SEARCH_SENTENCE_WEIGHTS = tuple(env.list("SEARCH_SENTENCE_WEIGHTS", cast=float, default=[0.2, 0.3, 0.5]))
-SEARCH_SENTENCE_CANDIDATES = env.int("SEARCH_SENTENCE_CANDIDATES", default=30)
+SEARCH_SENTENCE_CANDIDATES = env.int("SEARCH_SENTENCE_CANDIDATES", default=20)
 SEMANTIC_CACHE_THRESHOLD = env.float("SEMANTIC_CACHE_THRESHOLD", default=0.97)
 SEMANTIC_CACHE_TTL = env.int("SEMANTIC_CACHE_TTL", default=300)
 SEMANTIC_CACHE_MAX_ENTRIES = env.int("SEMANTIC_CACHE_MAX_ENTRIES", default=100)

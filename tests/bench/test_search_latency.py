@@ -79,6 +79,9 @@ SERVERS: dict[str, tuple[list[str], dict[str, str]]] = {
 }
 SERVER_NAMES = os.environ.get("GROUNDED_BENCH_SEARCH_SERVER", "asgi").split(",")
 BASELINE = os.environ.get("GROUNDED_BENCH_SEARCH_BASELINE", "")
+# 0: the baseline's hybrid ranking differs by design (a commit before sentence rescoring, issue #17), so its
+# hybrid answers are not held to the first server's.
+RANK_ALIKE = os.environ.get("GROUNDED_BENCH_SEARCH_BASELINE_RANKS_ALIKE", "1") == "1"
 TOP_K = 5
 WARMUP = 5
 METRICS_TOKEN = "bench-metrics"
@@ -559,8 +562,10 @@ def check_answers(
     figures[f"api_{mode}"]["exact_ids"] = exact_ids
     if same < len(claims) and mode == "vector":
         assert figures["api_vector"]["exact_ids"] >= 0.98 * len(claims), figures["api_vector"]
-    elif same < len(claims) and mode == "hybrid":
+    elif same < len(claims) and mode == "hybrid" and RANK_ALIKE:
         assert figures["api_hybrid"]["same_ids"] >= 0.7 * len(claims), figures["api_hybrid"]
+    elif mode == "hybrid":
+        pass  # a baseline that ranks otherwise (before sentence rescoring): agreement counted, not asked
     elif same < len(claims) and mode == "keyword":  # BM25 summed in numpy: the same up to rounding
         assert figures["api_keyword"]["same_ids"] == len(claims), figures["api_keyword"]
         scores = [(r["score"], t["score"]) for ours, theirs in zip(results, reference, strict=True)

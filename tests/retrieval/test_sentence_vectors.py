@@ -186,3 +186,35 @@ def test_one_job_of_many_pages_gives_every_chunk_its_own_sentences(workspace, ag
         assert shared in texts
         stored = sentences.unpack(chunk.sentence_vectors, embedder.dimensions)
         assert np.allclose(stored, embedder.embed_documents(texts), atol=2e-3)
+
+
+def test_a_copy_in_memory_rescores_without_reading_the_database_and_alike(workspace, agent, settings):
+    """A workspace held in memory (retrieval/resident.py) holds its sentence vectors too: the rescoring
+    reads no row for them and scores what the database holds; a copy too big with them is held without
+    them, and the rescoring reads the rows."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from retrieval import resident
+
+    settings.SENTENCE_VECTORS = True
+    for title, text in DOCS.items():
+        index_text(workspace, agent, title, text)
+    embedder = embedders["default"]
+    with workspace_scope(workspace.id):
+        ids = [str(i) for i in Chunk.objects.values_list("id", flat=True)]
+    read = {"workspace_id": workspace.id, "chunk_ids": ids, "vector": embedder.embed_query(QUESTION)}
+    from_rows = sentences.best_sentence_scores(**read, model_name=embedder.model_name)
+    copy = resident.load(workspace_id=workspace.id, model_name=embedder.model_name, generation="g")
+    with CaptureQueriesContext(connection) as queries:
+        held = sentences.best_sentence_scores(**read, model_name=embedder.model_name, held=copy)
+    assert held == from_rows and len(held) == len(ids)
+    assert not queries.captured_queries
+    settings.SEARCH_RESIDENT_MAX_BYTES = copy.nbytes - 1
+    smaller = resident.load(workspace_id=workspace.id, model_name=embedder.model_name, generation="g")
+    assert smaller.sentence_rows(ids) is None and smaller.nbytes < copy.nbytes
+    with CaptureQueriesContext(connection) as queries:
+        assert (
+            sentences.best_sentence_scores(**read, model_name=embedder.model_name, held=smaller) == from_rows
+        )
+    assert len(queries.captured_queries) == 1
