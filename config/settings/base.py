@@ -303,10 +303,11 @@ EMBED_TITLE_PREFIX = env.bool("EMBED_TITLE_PREFIX", default=True)
 # Sentence vectors (retrieval/sentences.py): ingestion also embeds each chunk's sentences, and a hybrid
 # search rescores its best SEARCH_SENTENCE_CANDIDATES fused chunks by chunk cosine, best-sentence cosine
 # and BM25 at these weights. SciFact train 0.7358 -> 0.7547 nDCG@10 and the Flask questions' citations
-# 0.796 -> 0.889, for ~2.2x the embedding work per page and ~2-3 ms more per search (docs/BENCHMARKS.md,
-# "Sentence vectors"). On by default: retrieval quality is what every answer is made of; false makes
-# ingestion embed chunks only (and searches skip the rescoring). Chunks indexed before it was turned on
-# are rescored by their chunk cosine until `manage.py reindex` gives them their sentences.
+# 0.796 -> 0.889, for ~2.2x the embedding work per page and ~1.3 ms more per search of a workspace held
+# in memory, ~3.5 ms otherwise (docs/BENCHMARKS.md, "Sentence vectors"). On by default: retrieval
+# quality is what every answer is made of; false makes ingestion embed chunks only (and searches skip the
+# rescoring). Chunks indexed before it was turned on are rescored by their chunk cosine until
+# `manage.py reindex` gives them their sentences.
 SENTENCE_VECTORS = env.bool("SENTENCE_VECTORS", default=True)
 SEARCH_SENTENCE_WEIGHTS = tuple(env.list("SEARCH_SENTENCE_WEIGHTS", cast=float, default=[0.2, 0.3, 0.5]))
 SEARCH_SENTENCE_CANDIDATES = env.int("SEARCH_SENTENCE_CANDIDATES", default=20)
