@@ -6,7 +6,7 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import partial
 from typing import NamedTuple
@@ -71,18 +71,26 @@ def source_index(*, source: Source, inline_up_to: int | None = None) -> list[int
         pending = source.documents.filter(status__in=[Status.PENDING, Status.INDEXING])
         if inline_up_to is not None and pending.count() > inline_up_to:
             return list(pending.order_by("id").values_list("id", flat=True))
-        max_chars, max_documents = batch_budget()
-        batch: list[Document] = []
-        size = 0
-        for document in pending.order_by("id"):
-            batch.append(document)
-            size += len(document.text)
-            if size >= max_chars or len(batch) >= max_documents:
-                documents_index(documents=batch)
-                batch, size = [], 0
-        documents_index(documents=batch)
+        for batch in in_batches(pending.order_by("id")):
+            documents_index(documents=batch)
         source_refresh_status(source_id=source.id)
         return []
+
+
+def in_batches(documents: Iterable[Document]) -> Iterator[list[Document]]:
+    """The documents in groups of an index job's budget (batch_budget), in their order: a group ends once
+    it holds the budget's characters or documents."""
+    max_chars, max_documents = batch_budget()
+    batch: list[Document] = []
+    size = 0
+    for document in documents:
+        batch.append(document)
+        size += len(document.text)
+        if size >= max_chars or len(batch) >= max_documents:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def source_timed_out(*, source: Source) -> None:

@@ -6,8 +6,8 @@ chunk's sentences too and keeps them on the chunk row, packed as float16 (a chun
 KB). A hybrid search then rescores its best few fused candidates by a weighted sum of three scores that
 mean the same from one query to the next: the chunk's cosine, its best sentence's cosine, and BM25 over
 the query's maximum (retrieval.keyword.max_score). On SciFact's train queries this lifted nDCG@10 from
-0.7403 to 0.7547, both halves of the queries alike (docs/BENCHMARKS.md, "Sentence vectors"); rescoring
-only the 30 best of the fused order lost nothing against rescoring every candidate.
+0.7358 to 0.7547, both halves of the queries alike (docs/BENCHMARKS.md, "Sentence vectors"); rescoring
+only the 20 best of the fused order lost nothing against rescoring 30 or every candidate.
 
 The rows are read with the chunk's own workspace and embedding model, like every vector search: sentence
 vectors of another workspace or another model's space are never compared with the query.
@@ -87,8 +87,7 @@ def default_weights() -> tuple[float, float, float]:
     search does not read rows for sentences that are not there."""
     if not settings.SENTENCE_VECTORS:
         return (0.0, 0.0, 0.0)
-    chunk_w, sentence_w, keyword_w = settings.SEARCH_SENTENCE_WEIGHTS
-    return (chunk_w, sentence_w, keyword_w)
+    return tuple(settings.SEARCH_SENTENCE_WEIGHTS)
 
 
 def rescored(

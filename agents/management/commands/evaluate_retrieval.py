@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
@@ -18,7 +17,7 @@ from django.test import override_settings
 
 from agents.models import Agent
 from config.backends import embedders, vector_stores
-from ingestion.indexing import batch_budget, documents_index, source_refresh_status
+from ingestion.indexing import documents_index, in_batches, source_refresh_status
 from ingestion.kinds.text import TextKind
 from retrieval import evaluation
 from retrieval.fusion import FUSIONS
@@ -111,7 +110,7 @@ class Command(BaseCommand):
             bm25=[bm25.bm25_k1, bm25.bm25_b] if opts["mode"] != "vector" else None,
             chunk_chars=settings.CHUNK_TARGET_CHARS,
             sentence_vectors=settings.SENTENCE_VECTORS,
-            sentence_weights=list(settings.SEARCH_SENTENCE_WEIGHTS) if settings.SENTENCE_VECTORS else None,
+            sentence_weights=list(params.sentence_weights),
             embedder=embedders["default"].model_name,
         )
         self.stdout.write(json.dumps(result))
@@ -163,7 +162,7 @@ class Command(BaseCommand):
             done = 0
             # In groups as an index job takes them (ingestion.indexing.index_ready): one embedding pass
             # over many documents' chunks keeps the embedder's batches full.
-            for group in _groups(pending, *batch_budget()):
+            for group in in_batches(pending):
                 documents_index(documents=group)
                 done += len(group)
                 rate = done / (time.monotonic() - started)
@@ -175,16 +174,3 @@ class Command(BaseCommand):
     def _doc_ids(workspace: Workspace) -> dict[int, str]:
         with workspace_scope(workspace.id):
             return {pk: url.removeprefix("beir:") for pk, url in Document.objects.values_list("id", "url")}
-
-
-def _groups(documents: list[Document], max_chars: int, max_documents: int) -> Iterator[list[Document]]:
-    group: list[Document] = []
-    chars = 0
-    for document in documents:
-        if group and (chars + len(document.text) > max_chars or len(group) >= max_documents):
-            yield group
-            group, chars = [], 0
-        group.append(document)
-        chars += len(document.text)
-    if group:
-        yield group
