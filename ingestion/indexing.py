@@ -19,7 +19,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion import claims, lanes, sentence_inputs
+from ingestion import claims, lanes, reuse, sentence_inputs
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import nothing_indexed
@@ -200,10 +200,14 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         # Embedded in parts, each document stored by another thread once its last chunk is embedded, while
         # the next part is embedded (store_behind.py).
         behind = StoreBehind()
-        embedded_inputs = 0
+        embedded_inputs = reused_inputs = 0
         for agent_id, group in by_agent.items():
             embedder = embedder_for(agent_id)
-            waiting = _Waiting(group, embedder)
+            waiting = _Waiting(group, embedder, reuse.known_vectors([item[0] for item in group], embedder))
+            reused_inputs += waiting.known
+            # Documents whose every text was embedded before are stored before anything is embedded.
+            for item, item_vectors in waiting.whole():
+                behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
             for part in waiting.parts():
                 try:
                     vectors = embed_texts([text for _, text in part], embedder)
@@ -226,6 +230,8 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                     "chunks": sum(len(chunks) for _, chunks, _, _ in prepared),
                     # the chunks' and, with sentence vectors, their sentences'
                     "inputs": embedded_inputs,
+                    # inputs whose vectors an earlier index of the same text left (reuse.py)
+                    "reused": reused_inputs,
                     "chunk_s": round(chunked - started, 4),
                     "embed_s": round(embedded - chunked, 4),
                     "store_s": round(time.perf_counter() - embedded, 4),
@@ -242,15 +248,30 @@ class _Waiting:
     document order: most chunks are cut at the embedder's limit, so after the shorter ones the documents
     are made whole, and stored, one by one while the rest are embedded."""
 
-    def __init__(self, group: list[Prepared], embedder: Embedder) -> None:
+    def __init__(
+        self, group: list[Prepared], embedder: Embedder, known: dict[int, dict[str, np.ndarray]]
+    ) -> None:
+        """`known`: by document id, vectors of texts embedded before (reuse.known_vectors)."""
         self._group = group
         self._embedder = embedder
-        self._vectors: list[list[np.ndarray | None]] = [[None] * len(inputs) for _, _, inputs, _ in group]
-        self._missing = [len(inputs) for _, _, inputs, _ in group]
+        self._vectors: list[list[np.ndarray | None]] = [
+            [known.get(document.id, {}).get(text) for text in inputs] for document, _, inputs, _ in group
+        ]
+        self._missing = [sum(v is None for v in vectors) for vectors in self._vectors]
+        self.known = sum(len(v) for v in self._vectors) - sum(self._missing)
+
+    def whole(self) -> Iterator[tuple[Prepared, np.ndarray]]:
+        """The documents whose every vector was known before any was embedded."""
+        for d, missing in enumerate(self._missing):
+            if not missing:
+                yield self._group[d], np.stack(self._vectors[d])
 
     def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
         chunks = [
-            ((d, c), text) for d, (_, _, inputs, _) in enumerate(self._group) for c, text in enumerate(inputs)
+            ((d, c), text)
+            for d, (_, _, inputs, _) in enumerate(self._group)
+            for c, text in enumerate(inputs)
+            if self._vectors[d][c] is None
         ]
         sizes = self._embedder.input_sizes([text for _, text in chunks])
         # A stable sort: chunks of one size stay in document order.
@@ -285,6 +306,7 @@ def _store_document(
     embedder: Embedder,
     held_until: datetime,
 ) -> None:
+    reuse.mark(chunks, inputs, layout)
     vectors, inputs = sentence_inputs.attach(chunks, vectors, layout), inputs[: len(chunks)]
     try:
         with transaction.atomic():

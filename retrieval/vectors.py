@@ -104,6 +104,15 @@ def stale_embeddings(*, workspace_id: int) -> int:
         return others.count() if others.exists() else 0
 
 
+def stored_chunk_vectors(
+    *, workspace_id: int, chunk_ids: list[str], embedder: Embedder
+) -> dict[str, np.ndarray]:
+    """The vectors the store holds for those of the workspace's chunks that `embedder`'s model made."""
+    return vector_stores["default"].vectors(
+        workspace_id=workspace_id, chunk_ids=chunk_ids, model_name=embedder.model_name
+    )
+
+
 def delete_chunk_vectors(*, workspace_id: int, chunk_ids: list[str]) -> None:
     if chunk_ids:
         vector_stores["default"].delete(workspace_id=workspace_id, chunk_ids=chunk_ids)

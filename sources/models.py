@@ -310,6 +310,9 @@ class Chunk(TenantModel):
     # The chunk's sentences embedded one by one by the same model (retrieval.sentences packs them), when
     # the deployment makes them (settings.SENTENCE_VECTORS): a hybrid search's third signal.
     sentence_vectors = models.BinaryField(null=True, blank=True, editable=False)
+    # A digest of exactly what was embedded for this chunk (its input and its sentences, in order): a
+    # re-index keeps these vectors for text that did not change (ingestion/reuse.py).
+    input_digest = models.CharField(max_length=32, blank=True, default="", editable=False)
     # agent_id, document_id, chunk_id, url, workspace_id, source_id, lang: what filters and citations use.
     metadata = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)

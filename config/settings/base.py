@@ -309,6 +309,10 @@ EMBED_TITLE_PREFIX = env.bool("EMBED_TITLE_PREFIX", default=True)
 # rescoring). Chunks indexed before it was turned on are rescored by their chunk cosine until
 # `manage.py reindex` gives them their sentences.
 SENTENCE_VECTORS = env.bool("SENTENCE_VECTORS", default=True)
+# A re-index keeps the vectors of text that did not change (a chunk's, its sentences') instead of embedding
+# it again (ingestion/reuse.py). Off: every re-index embeds everything, as before (the re-sync bench's
+# baseline).
+REINDEX_REUSES_VECTORS = env.bool("REINDEX_REUSES_VECTORS", default=True)
 SEARCH_SENTENCE_WEIGHTS = tuple(env.list("SEARCH_SENTENCE_WEIGHTS", cast=float, default=[0.2, 0.3, 0.5]))
 SEARCH_SENTENCE_CANDIDATES = env.int("SEARCH_SENTENCE_CANDIDATES", default=20)
 SEMANTIC_CACHE_THRESHOLD = env.float("SEMANTIC_CACHE_THRESHOLD", default=0.97)

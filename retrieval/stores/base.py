@@ -179,6 +179,11 @@ class VectorStore(ABC):
         """Remove the chunks' vectors and keyword postings; unknown ids are ignored."""
 
     @abstractmethod
+    def vectors(self, *, workspace_id: int, chunk_ids: list[str], model_name: str) -> dict[str, np.ndarray]:
+        """The stored vectors of those of `chunk_ids` that are the workspace's and were made by the model,
+        by chunk id (a re-index reuses them for text that did not change: ingestion/reuse.py)."""
+
+    @abstractmethod
     def count(self, *, workspace_id: int) -> int:
         """How many chunks of the workspace have a vector."""
 

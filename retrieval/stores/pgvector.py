@@ -357,6 +357,21 @@ class PgVectorStore(VectorStore):
             self._table_rows = (float(cursor.fetchone()[0]), now)
         return ef_search_for(self._table_rows[0])
 
+    def vectors(self, *, workspace_id: int, chunk_ids: list[str], model_name: str) -> dict[str, np.ndarray]:
+        if not chunk_ids:
+            return {}
+        with connection.cursor() as cursor:
+            # Binary, as retrieval/resident.py reads them: vector_send is two int16 then big-endian float32s.
+            cursor.execute(
+                "SELECT id::text, vector_send(embedding) FROM sources_chunk WHERE workspace_id = %s"
+                " AND id = ANY(%s::uuid[]) AND embedding IS NOT NULL AND embedding_model = %s",
+                [workspace_id, chunk_ids, model_name],
+            )
+            return {
+                cid: np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)
+                for cid, data in cursor.fetchall()
+            }
+
     def count(self, *, workspace_id: int) -> int:
         with connection.cursor() as cursor:
             cursor.execute(

@@ -304,6 +304,25 @@ class QdrantStore(VectorStore):
             if t in term_frequencies
         )
 
+    def vectors(self, *, workspace_id: int, chunk_ids: list[str], model_name: str) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._errors("read vectors"):
+            if not chunk_ids or not self._ensure_collection(None):
+                return found
+            model = models.FieldCondition(key="model_name", match=models.MatchValue(value=model_name))
+            ids = [point_id(c) for c in chunk_ids]
+            points, _next = self._client.scroll(
+                self.collection,
+                scroll_filter=self._scope(workspace_id, model, models.HasIdCondition(has_id=ids)),
+                limit=len(ids),
+                with_payload=False,
+                with_vectors=[DENSE],
+            )
+            for point in points:
+                vector = point.vector[DENSE] if isinstance(point.vector, dict) else point.vector
+                found[str(point.id)] = np.asarray(vector, dtype=np.float32)
+            return found
+
     def count(self, *, workspace_id: int) -> int:
         with self._errors("count vectors"):
             if not self._ensure_collection(None):

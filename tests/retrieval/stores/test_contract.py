@@ -264,6 +264,18 @@ def test_vectors_of_another_model_are_not_mixed_in(store, corpus):
     assert hits == []
 
 
+def test_vectors_are_read_back_by_id_within_the_workspace_and_model(store, corpus, other_corpus):
+    ours = corpus.add("ours", unit(1, 2, 3))
+    theirs = other_corpus.add("theirs", unit(3, 2, 1))
+    read = store.vectors(workspace_id=corpus.workspace.id, chunk_ids=[ours, theirs], model_name=MODEL)
+    assert list(read) == [ours]
+    np.testing.assert_allclose(read[ours], unit(1, 2, 3), atol=1e-6)
+    assert store.vectors(workspace_id=corpus.workspace.id, chunk_ids=[ours], model_name="other-model") == {}
+    # The outsider asking for our id by its own workspace gets nothing.
+    assert store.vectors(workspace_id=other_corpus.workspace.id, chunk_ids=[ours], model_name=MODEL) == {}
+    assert store.vectors(workspace_id=corpus.workspace.id, chunk_ids=[], model_name=MODEL) == {}
+
+
 def test_a_filter_that_few_chunks_pass_still_finds_them_by_keyword(store, corpus):
     # 210 strong matches fail the filter; the one weak match that passes must still be found.
     for i in range(210):
