@@ -28,8 +28,8 @@ from sources.models import Chunk, Document
 
 def digest(chunk_input: str, units: Sequence[str] | None) -> str:
     """What was embedded for one chunk; `units` None when no sentence vectors were made."""
-    parts = [chunk_input, "\x1e"] + (["-"] if units is None else ["\x1f".join(units)])
-    return hashlib.blake2b("".join(parts).encode(), digest_size=16).hexdigest()
+    sentences = "-" if units is None else "\x1f".join(units)
+    return hashlib.blake2b(f"{chunk_input}\x1e{sentences}".encode(), digest_size=16).hexdigest()
 
 
 def mark(chunks: list[Chunk], inputs: list[str], layout: Layout | None) -> None:

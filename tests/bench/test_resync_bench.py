@@ -12,6 +12,7 @@ script-built pages the browser strategy would retry are left out of both runs al
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, datetime
 
@@ -66,6 +67,29 @@ def _sitemap(server, with_lastmod: bool) -> str:
     return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</urlset>'
 
 
+def _serve_sitemap(server, with_lastmod: bool) -> None:
+    server.routes["/sitemap.xml"] = Reply(200, _sitemap(server, with_lastmod), content_type="application/xml")
+    server.routes["/robots.txt"] = Reply(
+        200, "User-agent: *\nDisallow: /_sources/\n", content_type="text/plain"
+    )
+
+
+def _crawl(server, workspace, agent) -> Source:
+    return lifecycle.source_create(
+        workspace=workspace,
+        agent_id=agent.id,
+        kind="sitemap",
+        title="",
+        payload={"url": server.url("/sitemap.xml")},
+    )
+
+
+def _resync(source: Source) -> Source:
+    Source.unscoped.filter(id=source.id).update(next_sync_at=timezone.now())
+    assert [s.id for s in lifecycle.sync_due_sources()] == [source.id]
+    return source
+
+
 def _measure(server, action) -> dict:
     CountingMiniLM.calls = CountingMiniLM.texts = 0
     requests_before = len(server.requests)
@@ -87,31 +111,9 @@ def _measure(server, action) -> dict:
 @pytest.mark.parametrize("with_lastmod", [False, True], ids=["no-lastmod", "lastmod"])
 def test_a_resync_that_finds_nothing_changed_costs_no_embedding(eager, workspace, agent, with_lastmod):
     with serving(root=FLASK_DOCS) as server:
-        server.routes["/sitemap.xml"] = Reply(
-            200, _sitemap(server, with_lastmod), content_type="application/xml"
-        )
-        server.routes["/robots.txt"] = Reply(
-            200, "User-agent: *\nDisallow: /_sources/\n", content_type="text/plain"
-        )
-
-        def first_crawl() -> Source:
-            return lifecycle.source_create(
-                workspace=workspace,
-                agent_id=agent.id,
-                kind="sitemap",
-                title="",
-                payload={"url": server.url("/sitemap.xml")},
-            )
-
-        first = _measure(server, first_crawl)
-        source = Source.unscoped.get(agent_id=agent.id)
-
-        def resync() -> Source:
-            Source.unscoped.filter(id=source.id).update(next_sync_at=timezone.now())
-            assert [s.id for s in lifecycle.sync_due_sources()] == [source.id]
-            return source
-
-        again = _measure(server, resync)
+        _serve_sitemap(server, with_lastmod)
+        first = _measure(server, lambda: _crawl(server, workspace, agent))
+        again = _measure(server, lambda: _resync(Source.unscoped.get(agent_id=agent.id)))
     result = {
         "benchmark": "resync_no_change",
         "site": f"flask-docs ({len(flask_page_paths())} pages)",
@@ -133,10 +135,10 @@ def _edited(path: str) -> str:
     """The page with a paragraph added halfway through its main content, as a docs edit would."""
     html = (FLASK_DOCS / path).read_text(encoding="utf-8")
     main = html.find('role="main"')
-    ends = [n for n in range(main, len(html)) if html.startswith("</p>", n)] if main >= 0 else []
+    ends = [m.end() for m in re.finditer("</p>", html[main:])] if main >= 0 else []
     if not ends:
         return html
-    at = ends[len(ends) // 2] + len("</p>")
+    at = main + ends[len(ends) // 2]
     added = (
         "<p>Changed in version 2.2.6: this behaviour now also applies to blueprints registered more than"
         " once, and the old spelling of the option is deprecated and will be removed in the next release.</p>"
@@ -148,23 +150,10 @@ def test_a_resync_of_edited_pages_embeds_only_their_new_text(
     eager, settings, workspace, agent, other_workspace, other_agent
 ):
     with serving(root=FLASK_DOCS) as server:
-        server.routes["/sitemap.xml"] = Reply(200, _sitemap(server, False), content_type="application/xml")
-        server.routes["/robots.txt"] = Reply(
-            200, "User-agent: *\nDisallow: /_sources/\n", content_type="text/plain"
-        )
-
-        def crawl(where, who) -> Source:
-            return lifecycle.source_create(
-                workspace=where,
-                agent_id=who.id,
-                kind="sitemap",
-                title="",
-                payload={"url": server.url("/sitemap.xml")},
-            )
-
+        _serve_sitemap(server, with_lastmod=False)
         firsts = [
-            _measure(server, lambda: crawl(workspace, agent)),
-            _measure(server, lambda: crawl(other_workspace, other_agent)),
+            _measure(server, lambda: _crawl(server, workspace, agent)),
+            _measure(server, lambda: _crawl(server, other_workspace, other_agent)),
         ]
         edited = flask_page_paths()[::EDITED_EVERY]
         for path in edited:
@@ -175,13 +164,9 @@ def test_a_resync_of_edited_pages_embeds_only_their_new_text(
         for reuse, who in ((False, agent), (True, other_agent)):
             settings.REINDEX_REUSES_VECTORS = reuse
             source = Source.unscoped.get(agent_id=who.id)
-
-            def resync(source=source) -> Source:
-                Source.unscoped.filter(id=source.id).update(next_sync_at=timezone.now())
-                assert [s.id for s in lifecycle.sync_due_sources()] == [source.id]
-                return source
-
-            resyncs["reuse" if reuse else "embed_all"] = _measure(server, resync)
+            resyncs["reuse" if reuse else "embed_all"] = _measure(
+                server, lambda source=source: _resync(source)
+            )
     result = {
         "benchmark": "resync_edited",
         "site": f"flask-docs ({len(flask_page_paths())} pages, {len(edited)} edited in one paragraph)",

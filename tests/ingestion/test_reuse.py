@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from ingestion.indexing import document_index
+from ingestion.indexing import _build_chunks, document_index
 from ingestion.sentence_inputs import with_sentences
 from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embedding_input, stored_chunk_vectors
@@ -61,8 +61,6 @@ def recorded(request, settings):
 def _inputs(document: Document) -> list[str]:
     """Everything an index of the document as it is now embeds: its chunks' inputs and sentences."""
     with workspace_scope(document.workspace_id):
-        from ingestion.indexing import _build_chunks
-
         chunks = _build_chunks(document)
     inputs = [embedding_input(c.text, document.title) for c in chunks]
     return with_sentences([c.text for c in chunks], inputs, document.title)[0]
