@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from sources import quotas
+from sources import key_rows, quotas
 from sources.models import ApiKey, Membership, Schedule, Workspace
 from sources.tenancy import workspace_scope
 
@@ -92,6 +92,9 @@ def api_key_revoke(*, actor: Membership, api_key: ApiKey) -> None:
     require_manager(actor)
     with workspace_scope(actor.workspace_id):
         ApiKey.objects.filter(id=api_key.id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    # Every web process forgets its kept key rows when the change's notification comes; this one at
+    # once, so its own next request cannot race the notification (sources/key_rows.py).
+    transaction.on_commit(key_rows.rows.forget_all)
 
 
 def workspace_update(*, actor: Membership, name: str, default_schedule: str) -> None:

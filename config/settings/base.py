@@ -320,6 +320,10 @@ SEMANTIC_CACHE_TTL = env.int("SEMANTIC_CACHE_TTL", default=300)
 SEMANTIC_CACHE_MAX_ENTRIES = env.int("SEMANTIC_CACHE_MAX_ENTRIES", default=100)
 # The search API's answers, per workspace and question, until the workspace's sources change (0: off).
 SEARCH_CACHE_TTL = env.int("SEARCH_CACHE_TTL", default=300)
+# Each web process keeps the API keys' rows it has read, forgotten on every change by a PostgreSQL
+# notification (sources/key_rows.py): an API request then sends no query for its key.
+API_KEY_CACHE = env.bool("API_KEY_CACHE", default=True)
+API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=60.0)
 # A workspace of up to this many vectors is searched from a copy in each web process's memory (0: off);
 # all copies of a process together stay under the byte budget (retrieval/resident.py). 20,000 vectors of
 # 384 floats are ~31 MB.

@@ -14,6 +14,10 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_grounded_{TEST_RUN_ID}"}
 # each test's transaction needs its own connection. Servers started by tests use the production path.
 DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
 REDIS_KEY_PREFIX = f"t{TEST_RUN_ID}:"
+# Kept key rows are forgotten on a committed change; most tests change keys and workspaces inside a
+# transaction that never commits, so they read keys every time. tests/sources/api/test_key_rows.py
+# tests the kept rows with committed changes, and the search latency bench serves with them.
+API_KEY_CACHE = env.bool("API_KEY_CACHE", default=False)
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

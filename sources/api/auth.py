@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from sources import key_rows
 from sources.models import ApiKey, Membership, Workspace
 
 #: People read when a key was last used to the minute. Writing it on every request was a write and a
@@ -52,6 +53,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         now = timezone.now()
         if api_key.last_used_at is None or now - api_key.last_used_at >= LAST_USED_RESOLUTION:
             ApiKey.unscoped.filter(id=api_key.id).update(last_used_at=now)
+            key_rows.rows.used(api_key.prefix, now)
         return ApiKeyPrincipal(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:
@@ -79,16 +81,29 @@ _WORKSPACE_ATTNAMES = [field.attname for field in _WORKSPACE_FIELDS]
 
 
 def key_with_workspace(prefix: str) -> ApiKey | None:
-    """The API key with this prefix and its workspace, or None. The columns are plain values (text,
-    numbers, timestamps), so the rows become model instances as the ORM would make them."""
+    """The API key with this prefix and its workspace, or None: from the rows this process keeps
+    (sources/key_rows.py) when it can, else read. The columns are plain values (text, numbers,
+    timestamps), so the rows become model instances as the ORM would make them, new ones each time."""
+    kept = key_rows.rows.get(prefix)
+    if kept is not None:
+        return _instances(kept.row, last_used_at=kept.last_used_at)
+    epoch = key_rows.rows.epoch()
     with connection.cursor() as cursor:
         cursor.execute(KEY_LOOKUP, [prefix])
         row = cursor.fetchone()
     if row is None:
         return None
+    api_key = _instances(row)
+    key_rows.rows.keep(prefix, row, api_key.last_used_at, epoch)
+    return api_key
+
+
+def _instances(row: tuple, **changed: object) -> ApiKey:
     split = len(_KEY_ATTNAMES)
     api_key = ApiKey.from_db(connection.alias, _KEY_ATTNAMES, row[:split])
     api_key.workspace = Workspace.from_db(connection.alias, _WORKSPACE_ATTNAMES, row[split:])
+    for name, value in changed.items():
+        setattr(api_key, name, value)
     return api_key
 
 

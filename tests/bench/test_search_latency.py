@@ -72,6 +72,8 @@ SERVERS: dict[str, tuple[list[str], dict[str, str]]] = {
     "asgi": (["config.asgi:application", *UVICORN], {}),
     # The same, with no workspace's vectors held in memory (retrieval/resident.py): PostgreSQL's HNSW.
     "asgi-store": (["config.asgi:application", *UVICORN], {"SEARCH_RESIDENT_MAX_CHUNKS": "0"}),
+    # The same, reading the API key's row on every request (before sources/key_rows.py).
+    "asgi-keys-read": (["config.asgi:application", *UVICORN], {"API_KEY_CACHE": "0"}),
     "asgi-h11": (["config.asgi:application", "--worker-class", "uvicorn_worker.UvicornH11Worker"], {}),
     "asgi-django": (["config.asgi:django_asgi", *UVICORN], {"DATABASE_CONN_MAX_AGE": "0"}),
     "wsgi": (["config.wsgi", "--worker-class", "gthread", "--threads", "4"], {}),
@@ -234,7 +236,7 @@ def free_port() -> int:
 def connections_of(server: str, env: dict[str, str]) -> str:
     """How the server holds database connections, as its settings will decide."""
     # config/asgi.py turns persistent connections on (a baseline's, if it is recent enough to).
-    persistent = server in ("asgi", "asgi-store", "asgi-h11") or (
+    persistent = server in ("asgi", "asgi-store", "asgi-keys-read", "asgi-h11") or (
         server == "baseline" and "DATABASE_CONN_MAX_AGE" in (Path(BASELINE) / "config/asgi.py").read_text()
     )
     default_age = "60" if persistent else "0"
@@ -260,8 +262,9 @@ def gunicorn(port: int, server: str, run_id: str) -> Iterator[dict[str, str]]:
         # what it measures (the throttle's own cost, one Redis INCR, is still paid on every request).
         API_RATE_PER_MINUTE="1000000",
         METRICS_TOKEN=METRICS_TOKEN,
-        **overrides,
+        API_KEY_CACHE="1",  # as deployed (the test settings turn it off for the suite's transactions)
     )
+    env.update(overrides)
     cwd = ROOT
     if server == "baseline":
         if not BASELINE or not (Path(BASELINE) / "config" / "asgi.py").exists():

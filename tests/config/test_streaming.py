@@ -48,15 +48,17 @@ def test_asgi_streams_events_as_the_model_produces_them_with_fewer_threads_than_
             assert sorted(r.status for r in burst).count(429) == 3, [r.status for r in burst]
 
 
-def _server_backends() -> dict[int, object]:
-    """The web server's connections to the test database: pid -> when the backend started."""
+def _server_backends(application: str = "") -> dict[int, object]:
+    """The web server's connections to the test database: pid -> when the backend started. Those of its
+    requests by default; `application` names another (the API key listener, sources/key_rows.py)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid, backend_start FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            " AND backend_type = 'client backend'"
+            " AND backend_type = 'client backend' AND application_name = %s",
+            [application],
         )
         return dict(cursor.fetchall())
 
@@ -93,6 +95,7 @@ def test_api_threads_and_stream_threads_keep_their_connections_and_chat_requests
                 list(clients.map(search, range(12)))
             kept = _server_backends()
             assert len(kept) == 2  # one per thread of the pool
+            assert len(_server_backends("grounded-api-key-listener")) == 1  # and one per process listens
             with ThreadPoolExecutor(4) as clients:
                 list(clients.map(search, range(12, 40)))
             assert _server_backends() == kept  # the same backends, not new ones (nor a pool's)
