@@ -14,10 +14,10 @@ from retrieval.services import SearchParams, search_workspace
 from sources.api.base import WorkspaceAPIView
 from sources.api.serializers import (
     ErrorSerializer,
-    PassageSerializer,
     SearchQuerySerializer,
     SearchResultSerializer,
     WorkspaceSettingsSerializer,
+    passage_json,
 )
 from sources.api.throttling import ApiKeyRateThrottle
 from sources.models import Workspace
@@ -72,7 +72,7 @@ class SearchView(WorkspaceAPIView):
             defer=deferred.append,
             alongside=self._counting,
         )
-        body = {"results": PassageSerializer(result.passages, many=True).data}
+        body = {"results": [passage_json(p) for p in result.passages]}
         if result.stale_chunks:
             # A model change is detected, not papered over: these chunks need a reindex to be found.
             body["reindex_needed"] = {

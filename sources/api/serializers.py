@@ -239,7 +239,23 @@ class PassageSerializer(serializers.Serializer):
 
     @extend_schema_field(PassageSourceSerializer)
     def get_source(self, passage: Any) -> dict:
-        return {"id": passage.source_id, "title": passage.source_title, "url": passage.url or None}
+        return passage_source(passage)
+
+
+def passage_source(passage: Any) -> dict:
+    return {"id": passage.source_id, "title": passage.source_title, "url": passage.url or None}
+
+
+def passage_json(passage: Any) -> dict:
+    """PassageSerializer's representation of a passage, built directly for the search API's answers
+    (DRF's fields took ~0.15 ms for five passages of a cached search). The schema stays the serializer's;
+    tests/sources/api/test_api_conventions.py checks that both give the same."""
+    return {
+        "id": str(passage.chunk_id),
+        "text": str(passage.text),
+        "score": float(passage.score),
+        "source": passage_source(passage),
+    }
 
 
 class ReindexNeededSerializer(serializers.Serializer):

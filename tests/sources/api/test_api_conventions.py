@@ -276,3 +276,21 @@ def test_the_keys_written_out_lookup_gives_what_the_orm_gives(workspace):
             assert type(getattr(ours, field.attname)) is type(getattr(theirs, field.attname)), field.name
     assert loaded.matches(raw) and loaded.workspace.bm25_k1 == 0.9
     assert key_with_workspace("0" * ApiKey.PREFIX_LENGTH) is None
+
+
+# --- the search API's passages, written without DRF's fields ----------------------------------------------
+
+
+def test_a_passage_is_written_as_its_serializer_writes_it():
+    """The search API builds its passages directly (sources/api/serializers.py passage_json); the schema
+    documents PassageSerializer's. Both must give the same, with and without a URL."""
+    from retrieval.services import Passage
+    from sources.api.serializers import PassageSerializer, passage_json
+
+    fields = {name: None for name in Passage.__dataclass_fields__}
+    for url in ("https://acme.example/returns", "", None):
+        passage = Passage(
+            **{**fields, "chunk_id": "a1b2", "text": "Return within 30 days.", "score": 0.5, "source_id": 7,
+               "source_title": "Returns", "url": url}
+        )  # fmt: skip
+        assert passage_json(passage) == PassageSerializer(passage).data
