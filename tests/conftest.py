@@ -151,6 +151,16 @@ def _worker_done_with_the_test(request):
             log.write(f"{request.node.nodeid}: waited {waited:.1f} s for the worker's last job\n")
 
 
+@pytest.fixture(autouse=True)
+def _no_api_key_listener_left():
+    """A test that made this process listen for API key changes (sources/key_rows.py, with API_KEY_CACHE
+    on) stops it after itself: the test database cannot be dropped while the listener holds a connection."""
+    yield
+    from sources import key_rows
+
+    key_rows.rows.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _remove_test_media():
     """Each run stores uploads in its own media folder (config/settings/test.py); none is of use once
