@@ -15,6 +15,8 @@ from functools import lru_cache
 
 import pysbd
 
+from ingestion import pysbd_patterns
+
 PROSE, ITEM, ROW, HEADING, CODE = "prose", "item", "row", "heading", "code"
 
 _ITEM = re.compile(r"^\s*(?:[-*•+\u25aa\u2013]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+\S")
@@ -59,7 +61,7 @@ _DOT_STANDIN = "\ue000"
 
 @lru_cache(maxsize=1)
 def _segmenter() -> pysbd.Segmenter:
-    return pysbd.Segmenter(language="en", clean=False)
+    return pysbd_patterns.segmenter("en")
 
 
 def line_kind(line: str) -> str:
