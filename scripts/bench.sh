@@ -5,6 +5,8 @@
 #   1a'. end-to-end crawl + index on real workers beside the raw embedder (tests/bench/test_pipeline_bench.py;
 #       ~6 min on 2 cores: the Flask docs, then a generated 120-page site batched and one document per job)
 #   1b. PDF text-layer pages/s beside pypdf (tests/bench/test_parsing_bench.py)
+#   1b'. sentence segmentation of the Flask docs' chunks beside pysbd as shipped (tests/bench/test_segment_bench.py)
+#   1b''. small index jobs: batches cut by padding beside fixed batches of 32 (tests/bench/test_padding_bench.py)
 #   1c. a no-change re-sync of the 77-page Flask site beside its first crawl (tests/bench/test_resync_bench.py)
 #   1c. 300 concurrent widget chat streams, ASGI beside the old threaded server (tests/bench/test_streaming_bench.py;
 #       GROUNDED_BENCH_STREAMS for another count)
@@ -28,6 +30,8 @@ export DJANGO_SETTINGS_MODULE=config.settings.test
 .venv/bin/python -m pytest tests/bench/test_extract_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_PIPELINE=full .venv/bin/python -m pytest tests/bench/test_pipeline_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_parsing_bench.py -m bench -q -s "$@"
+GROUNDED_BENCH_SEGMENT=full .venv/bin/python -m pytest tests/bench/test_segment_bench.py -m bench -q -s "$@"
+GROUNDED_BENCH_PADDING=full .venv/bin/python -m pytest tests/bench/test_padding_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_SEARCH_DOCS=all GROUNDED_BENCH_SEARCH_QUERIES=200 GROUNDED_BENCH_SEARCH_SERVER=asgi-store,asgi \
   .venv/bin/python -m pytest tests/bench/test_search_latency.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_resync_bench.py -m bench -q -s "$@"

