@@ -4,7 +4,10 @@ only holds fixtures)."""
 from __future__ import annotations
 
 import os
+import re
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,3 +68,19 @@ def index_text(workspace, agent, title: str, content: str):
         )
         source_index(source=source)
         return Source.objects.get(id=source.id)
+
+
+@contextmanager
+def pysbd_on_plain_re():
+    """pysbd's modules on the real `re` inside, as pysbd ships (ingestion.pysbd_patterns gives them its
+    stand-in): the baseline the kept patterns are compared with."""
+    from ingestion import pysbd_patterns
+
+    users = [m for m in list(sys.modules.values()) if getattr(m, "re", None) is pysbd_patterns.RE]
+    for module in users:
+        module.re = re
+    try:
+        yield
+    finally:
+        for module in users:
+            module.re = pysbd_patterns.RE

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from retrieval.embedders import local
-from tests.bench.test_segment_bench import _flask_chunks, _inputs
+from tests.bench.site_inputs import embedding_inputs, flask_chunks
 
 pytestmark = pytest.mark.bench
 
@@ -42,7 +42,10 @@ def _fixed_batches():
 
 def test_small_jobs_with_batches_cut_by_padding_beside_fixed_batches(settings):
     settings.SENTENCE_VECTORS = True
-    documents = [inputs for inputs in (_inputs([d]) for d in _flask_chunks()) if len(inputs) <= 400][:PAGES]
+    documents = [
+        inputs for inputs in (embedding_inputs(t, title) for title, t in flask_chunks()) if len(inputs) <= 400
+    ]
+    documents = documents[:PAGES]
     everything = [text for inputs in documents for text in inputs]
     embedder = local.MiniLMOnnxEmbedder()
     embedder.embed_documents(everything[:8])  # the session loaded outside the timing

@@ -43,14 +43,12 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from ingestion import lifecycle, sentence_inputs
-from ingestion.chunk_settings import default_chunking
-from ingestion.crawl.extract import DroppedPage, extract_page
+from ingestion import lifecycle
 from retrieval.embedders.local import MiniLMOnnxEmbedder
-from retrieval.vectors import embedding_input
 from sources.models import Chunk, Source
 from tests.bench.generated_site import generate
 from tests.bench.proc_cpu import cpu_seconds, postmaster
+from tests.bench.site_inputs import embedding_inputs, site_chunks
 from tests.factories import ROOT
 from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
@@ -249,7 +247,7 @@ def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, st
     inputs = []
     for document_chunks in by_document.values():
         title = document_chunks[0].document.title
-        inputs += _with_sentences([c.text for c in document_chunks], title)
+        inputs += embedding_inputs([c.text for c in document_chunks], title)
     return {
         "status": row["status"],
         "pages_done": row["pages_done"],
@@ -261,13 +259,6 @@ def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, st
         "where_time_goes": where,
         "_inputs": inputs,
     }
-
-
-def _with_sentences(texts: list[str], title: str) -> list[str]:
-    """What an index job embeds for one document's chunks: their inputs, and their sentences where the
-    deployment makes sentence vectors (settings.SENTENCE_VECTORS), so the limit is embedding all of it."""
-    chunk_inputs = [embedding_input(text, title) for text in texts]
-    return sentence_inputs.with_sentences(texts, chunk_inputs, title)[0]
 
 
 def _raw_embedder(inputs: list[str], chunks: int) -> dict:
@@ -294,16 +285,9 @@ def _site_inputs(pages: dict[str, Path]) -> tuple[list[str], int]:
     """The embedding inputs a crawl of these pages (url -> file) should give, made in this process with the
     same extraction and chunking, so the raw embedder can also run before the crawl. Checked against the
     crawl's own chunks afterwards. Also how many chunks they are for."""
-    inputs, chunks = [], 0
-    for url, path in pages.items():
-        try:
-            page = extract_page(path.read_bytes(), url)
-        except DroppedPage:
-            continue
-        texts = [piece.text for piece in default_chunking({}).chunks(page.text)]
-        inputs += _with_sentences(texts, (page.title or url)[:500])
-        chunks += len(texts)
-    return inputs, chunks
+    documents = site_chunks(pages)
+    inputs = [text for title, texts in documents for text in embedding_inputs(texts, title)]
+    return inputs, sum(len(texts) for _, texts in documents)
 
 
 def _report(site: str, runs: dict[str, dict], raw_before: dict | None = None) -> dict:

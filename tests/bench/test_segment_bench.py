@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import statistics
-import sys
 import time
 from contextlib import contextmanager, nullcontext
 
 import pysbd
 import pytest
 
-from ingestion import pysbd_patterns, segment, sentence_inputs
-from ingestion.chunk_settings import default_chunking
-from ingestion.crawl.extract import DroppedPage, extract_page
-from retrieval.vectors import embedding_input
-from tests.ingestion.conftest import flask_page_paths
-from tests.ingestion.crawl.servers import FLASK_DOCS
+from ingestion import pysbd_patterns, segment
+from tests.bench.site_inputs import embedding_inputs, flask_chunks
+from tests.factories import pysbd_on_plain_re
 
 pytestmark = pytest.mark.bench
 
@@ -33,45 +28,25 @@ pytestmark = pytest.mark.bench
 ROUNDS = 3 if os.environ.get("GROUNDED_BENCH_SEGMENT") == "full" else 1
 
 
-def _flask_chunks() -> list[tuple[str, list[str]]]:
-    documents = []
-    for path in flask_page_paths():
-        try:
-            page = extract_page((FLASK_DOCS / path).read_bytes(), f"http://127.0.0.1/{path}")
-        except DroppedPage:
-            continue
-        title = (page.title or path)[:500]
-        documents.append((title, [c.text for c in default_chunking({}).chunks(page.text)]))
-    return documents
-
-
 def _inputs(documents: list[tuple[str, list[str]]]) -> list[str]:
-    inputs = []
-    for title, texts in documents:
-        inputs += sentence_inputs.with_sentences(texts, [embedding_input(t, title) for t in texts], title)[0]
-    return inputs
+    return [text for title, texts in documents for text in embedding_inputs(texts, title)]
 
 
 @contextmanager
 def _as_shipped():
     """pysbd's own segmenter on the real `re`, for the baseline turns."""
-    users = [m for m in list(sys.modules.values()) if getattr(m, "re", None) is pysbd_patterns.RE]
-    for module in users:
-        module.re = re
-    segment._segmenter.cache_clear()
     shipped = pysbd.Segmenter(language="en", clean=False)
     original, segment._segmenter = segment._segmenter, lambda: shipped
     try:
-        yield
+        with pysbd_on_plain_re():
+            yield
     finally:
         segment._segmenter = original
-        segment._segmenter.cache_clear()
-        pysbd_patterns.install()
 
 
 def test_segmenting_the_flask_docs_beside_pysbd_as_shipped(settings):
     settings.SENTENCE_VECTORS = True
-    documents = _flask_chunks()
+    documents = flask_chunks()
     chunks = sum(len(texts) for _, texts in documents)
     seconds: dict[str, list[float]] = {"as_shipped": [], "patterns_kept": []}
     outputs = {}

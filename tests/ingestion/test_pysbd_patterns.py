@@ -1,6 +1,5 @@
 """pysbd's patterns compiled once: the same sentences as plain pysbd, and no compiling the second time."""
 
-import re
 import sys
 
 import pysbd
@@ -8,6 +7,7 @@ import pytest
 
 from ingestion import pysbd_patterns
 from ingestion.segment import sentences
+from tests.factories import pysbd_on_plain_re
 
 PARAGRAPHS = [
     "Returns are accepted within 30 days of purchase. Refunds take 3.5 days on average, e.g. by card.",
@@ -20,14 +20,8 @@ PARAGRAPHS = [
 
 def plain(text: str) -> list[str]:
     """pysbd with the real `re` module, as it ships."""
-    users = [m for m in list(sys.modules.values()) if getattr(m, "re", None) is pysbd_patterns.RE]
-    for module in users:
-        module.re = re
-    try:
+    with pysbd_on_plain_re():
         return [s.strip() for s in pysbd.Segmenter(language="en", clean=False).segment(text) if s.strip()]
-    finally:
-        for module in users:
-            module.re = pysbd_patterns.RE
 
 
 @pytest.mark.parametrize("text", PARAGRAPHS)
