@@ -34,7 +34,7 @@ GROUNDED_BENCH_SEGMENT=full .venv/bin/python -m pytest tests/bench/test_segment_
 GROUNDED_BENCH_PADDING=full .venv/bin/python -m pytest tests/bench/test_padding_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_SEARCH_DOCS=all GROUNDED_BENCH_SEARCH_QUERIES=200 GROUNDED_BENCH_SEARCH_SERVER=asgi-store,asgi \
   .venv/bin/python -m pytest tests/bench/test_search_latency.py -m bench -q -s "$@"
-.venv/bin/python -m pytest tests/bench/test_resync_bench.py -m bench -q -s "$@"
+GROUNDED_BENCH_RESYNC=full .venv/bin/python -m pytest tests/bench/test_resync_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_streaming_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_FAIRNESS=full .venv/bin/python -m pytest tests/bench/test_fairness_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_metering_bench.py -m bench -q -s "$@"
