@@ -8,8 +8,8 @@ Run in this process with Celery eager (one page after another, as one worker wou
 own embedder (MiniLM) under a counting subclass that only counts and calls it. Plain HTTP only: the three
 script-built pages the browser strategy would retry are left out of both runs alike.
 
-`make bench` sets GROUNDED_BENCH_RESYNC=full for the whole site; without it (as in `make test`) the sitemap lists
-only the pages under 10 KB (25 of them), the same checks at a tenth of the cost.
+`make bench` sets GROUNDED_BENCH_RESYNC=full for the whole site; without it (as in `make test`) the sitemap
+lists only the pages under 10 KB (25 of them), the same checks at a tenth of the cost.
 """
 
 from __future__ import annotations
