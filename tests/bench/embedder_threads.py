@@ -1,4 +1,5 @@
-"""The built-in embedder's layouts on this machine, on the Flask docs' 623 embedding inputs: one process at
+"""The built-in embedder's layouts on this machine, on the Flask docs' embedding inputs (their 623 chunks and
+their sentences): one process at
 one and at two intra-op threads, and two one-thread processes at once (each half the inputs), in turns.
 Says whether more index processes of fewer threads would embed faster (docs/BENCHMARKS.md, "Parts cut by
 token count across a job's documents").
@@ -20,7 +21,8 @@ def _inputs() -> list[str]:
     from tests.ingestion.conftest import flask_page_paths
     from tests.ingestion.crawl.servers import FLASK_DOCS
 
-    return _site_inputs({f"http://docs.test/{p}": FLASK_DOCS / p for p in flask_page_paths()})
+    inputs, _chunks = _site_inputs({f"http://docs.test/{p}": FLASK_DOCS / p for p in flask_page_paths()})
+    return inputs
 
 
 def _embed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:
