@@ -57,6 +57,11 @@ _LAST_SENTENCE_END = re.compile(r".*[.!?][\"'\u2019\u201d)\]]*\s+")
 # pysbd ends a sentence at " .html" or " .env"; a dot that starts a word is protected while it works.
 _LEADING_DOT = re.compile(r"(?<!\S)\.(?=\w)")
 _DOT_STANDIN = "\ue000"
+# A paragraph with no sentence mark before its last character is one sentence: pysbd gives it back whole
+# (the same output for all 4,628 such paragraphs of the Flask docs and 3,000 SciFact abstracts), and pysbd
+# costs ~0.5 ms a paragraph.
+_SENTENCE_MARK = re.compile(r"[.!?\u2026]")
+_CLOSERS = "\"')]\u2019\u201d"
 
 
 @lru_cache(maxsize=1)
@@ -187,7 +192,17 @@ def sentences(text: str) -> list[str]:
     text = _LEADING_DOT.sub(_DOT_STANDIN, " ".join(text.split()))
     if not text:
         return []
+    if one_sentence(text):
+        return [text.replace(_DOT_STANDIN, ".")]
     return [s.strip().replace(_DOT_STANDIN, ".") for s in _segmenter().segment(text) if s.strip()]
+
+
+def one_sentence(text: str) -> bool:
+    """Whether a whitespace-normalised paragraph has no sentence mark but (at most) one at its end."""
+    core = text.rstrip(_CLOSERS)
+    if core[-1:] in ".!?\u2026":
+        core = core[:-1]
+    return not _SENTENCE_MARK.search(core)
 
 
 def segment(text: str) -> list[Unit]:

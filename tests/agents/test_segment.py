@@ -1,6 +1,9 @@
 """The built-in answerer's units: whole sentences across wrapped lines, and lines that stand alone."""
 
-from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, segment
+import pytest
+
+from ingestion import segment as segment_module
+from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, blocks, one_sentence, segment, sentences
 
 
 def texts(text: str) -> list[tuple[str, str]]:
@@ -120,3 +123,50 @@ def test_no_sentence_is_cut_across_a_page_of_wrapped_text():
     )
     expected = [(" ".join(s) + ".").capitalize() for s in sentences]
     assert [u.text for u in segment(wrapped)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("Flask is a lightweight WSGI web application framework", True),
+        ("It began as a simple wrapper around Werkzeug and Jinja!", True),
+        ('He said "use the factory pattern."', True),
+        ("(See the tutorial.)", True),
+        ("Keep secrets in the .env file", True),  # a word's leading dot is not a mark
+        ("Install it with pip install -e ..", False),  # pysbd ends a sentence at the first dot
+        ("Version 2.3 added it", False),
+        ("Use e.g. a descaler. Then rinse.", False),
+        ("Wait… then go", False),
+    ],
+)
+def test_a_paragraph_without_an_inner_sentence_mark_is_one_sentence(text, whole, monkeypatch):
+    assert sentences(text) == through_pysbd(text, monkeypatch)
+    # As `sentences` asks it: after a word's leading dot is set aside.
+    assert one_sentence(segment_module._LEADING_DOT.sub(segment_module._DOT_STANDIN, text)) is whole
+    if whole:
+        assert sentences(text) == [text]
+
+
+def test_the_one_sentence_shortcut_gives_pysbds_sentences_on_the_flask_docs(monkeypatch):
+    """Every paragraph and list item of the shared Flask docs gets the same sentences with the shortcut as
+    through pysbd, and the shortcut takes a good share of them."""
+    from tests.bench.site_inputs import flask_chunks
+
+    paragraphs = [
+        body
+        for _, chunks in flask_chunks()
+        for chunk in chunks
+        for kind, body in blocks(chunk)
+        if kind in (PROSE, ITEM)
+    ]
+    shortcut = [sentences(text) for text in paragraphs]
+    assert shortcut == [through_pysbd(text, monkeypatch) for text in paragraphs]
+    taken = sum(len(found) == 1 for found in shortcut)
+    assert taken > 1000, taken
+
+
+def through_pysbd(text: str, monkeypatch) -> list[str]:
+    """`sentences` as it was before the shortcut: every paragraph through pysbd."""
+    with monkeypatch.context() as patched:
+        patched.setattr(segment_module, "one_sentence", lambda _text: False)
+        return sentences(text)

@@ -2,7 +2,8 @@
 
 Every chunk of the 73 pages the crawl keeps, through `sentence_inputs.with_sentences` (ingestion.segment:
 blocks, then pysbd's sentences), in turns: pysbd as it ships (the baseline: each call through `re`'s
-512-pattern cache, one pattern compiled per sentence found) and pysbd on ingestion.pysbd_patterns. The two
+512-pattern cache, one pattern compiled per sentence found), pysbd on ingestion.pysbd_patterns, and that
+with paragraphs of one sentence not sent to pysbd at all (segment.one_sentence, as deployed). All three
 must give the same inputs. `make bench` prints one JSON line; docs/BENCHMARKS.md ("Sentence segmentation")
 records it. The assertion checks the outputs are equal, never how fast.
 """
@@ -33,31 +34,49 @@ def _inputs(documents: list[tuple[str, list[str]]]) -> list[str]:
 
 
 @contextmanager
+def _every_paragraph_through_pysbd():
+    """No one-sentence shortcut (segment.one_sentence): each paragraph goes to pysbd."""
+    original, segment.one_sentence = segment.one_sentence, lambda _text: False
+    try:
+        yield
+    finally:
+        segment.one_sentence = original
+
+
+@contextmanager
 def _as_shipped():
-    """pysbd's own segmenter on the real `re`, for the baseline turns."""
+    """pysbd's own segmenter on the real `re`, every paragraph through it: the baseline turns."""
     shipped = pysbd.Segmenter(language="en", clean=False)
     original, segment._segmenter = segment._segmenter, lambda: shipped
     try:
-        with pysbd_on_plain_re():
+        with pysbd_on_plain_re(), _every_paragraph_through_pysbd():
             yield
     finally:
         segment._segmenter = original
+
+
+_MODES = {
+    "as_shipped": _as_shipped,
+    "patterns_kept": _every_paragraph_through_pysbd,
+    "one_sentence_shortcut": nullcontext,  # as deployed: patterns kept, one-sentence paragraphs skip pysbd
+}
 
 
 def test_segmenting_the_flask_docs_beside_pysbd_as_shipped(settings):
     settings.SENTENCE_VECTORS = True
     documents = flask_chunks()
     chunks = sum(len(texts) for _, texts in documents)
-    seconds: dict[str, list[float]] = {"as_shipped": [], "patterns_kept": []}
+    seconds: dict[str, list[float]] = {name: [] for name in _MODES}
     outputs = {}
     _inputs(documents[:3])  # pysbd's language data loaded outside the timing
     for _ in range(ROUNDS):
-        for name in seconds:
-            with _as_shipped() if name == "as_shipped" else nullcontext():
+        for name, mode in _MODES.items():
+            with mode():
                 started = time.perf_counter()
                 outputs[name] = _inputs(documents)
                 seconds[name].append(time.perf_counter() - started)
     assert outputs["patterns_kept"] == outputs["as_shipped"]
+    assert outputs["one_sentence_shortcut"] == outputs["as_shipped"]
     best = {name: min(runs) for name, runs in seconds.items()}
     print(
         "\nsegment-bench "
@@ -71,7 +90,9 @@ def test_segmenting_the_flask_docs_beside_pysbd_as_shipped(settings):
                 "median_ms_a_chunk": {
                     name: round(1000 * statistics.median(runs) / chunks, 2) for name, runs in seconds.items()
                 },
-                "speedup": round(best["as_shipped"] / best["patterns_kept"], 2),
+                "speedup": {
+                    name: round(best["as_shipped"] / best[name], 2) for name in best if name != "as_shipped"
+                },
                 "patterns_kept": pysbd_patterns.compiled.cache_info().currsize,
             }
         )
