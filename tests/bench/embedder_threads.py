@@ -25,7 +25,7 @@ def _inputs() -> list[str]:
     return inputs
 
 
-def _embed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:
+def embed_timed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:
     from retrieval.embedders.local import MiniLMOnnxEmbedder
 
     embedder = MiniLMOnnxEmbedder(threads=threads)
@@ -37,23 +37,23 @@ def _embed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:
     return {"seconds": round(time.perf_counter() - started, 2), "cpu_s": round(time.process_time() - cpu, 2)}
 
 
-def _setup() -> None:
+def django_setup() -> None:
     import django
 
     django.setup()
 
 
 def main() -> None:
-    _setup()
+    django_setup()
     texts = _inputs()
     context = multiprocessing.get_context("spawn")
-    with context.Pool(2, initializer=_setup) as pool:
+    with context.Pool(2, initializer=django_setup) as pool:
         for number in range(ROUNDS):
             for threads in (2, 1):
-                alone = pool.apply(_embed, (texts, threads))
+                alone = pool.apply(embed_timed, (texts, threads))
                 print(json.dumps({"round": number, "layout": f"1 process x {threads} threads", **alone}))
             start_at = time.time() + 15  # after both have loaded the model
-            halves = [pool.apply_async(_embed, (texts[k::2], 1, start_at)) for k in (0, 1)]
+            halves = [pool.apply_async(embed_timed, (texts[k::2], 1, start_at)) for k in (0, 1)]
             pair = [h.get() for h in halves]
             print(
                 json.dumps(

@@ -293,13 +293,13 @@ def _raw_embedder_processes(inputs: list[str], chunks: int) -> dict:
     share of the texts with INDEX_THREADS threads, started together; the slowest share's time counts."""
     import multiprocessing
 
-    from tests.bench.embedder_threads import _embed, _setup
+    from tests.bench.embedder_threads import django_setup, embed_timed
 
     context = multiprocessing.get_context("spawn")
-    with context.Pool(INDEX_CONCURRENCY, initializer=_setup) as pool:
+    with context.Pool(INDEX_CONCURRENCY, initializer=django_setup) as pool:
         start_at = time.time() + 15  # after every process has loaded the model
         shares = [
-            pool.apply_async(_embed, (inputs[k::INDEX_CONCURRENCY], INDEX_THREADS, start_at))
+            pool.apply_async(embed_timed, (inputs[k::INDEX_CONCURRENCY], INDEX_THREADS, start_at))
             for k in range(INDEX_CONCURRENCY)
         ]
         runs = [share.get() for share in shares]
