@@ -60,7 +60,8 @@ _DOT_STANDIN = "\ue000"
 # A paragraph with no sentence mark before its last character is one sentence: pysbd gives it back whole
 # (the same output for all 4,628 such paragraphs of the Flask docs and 3,000 SciFact abstracts), and pysbd
 # costs ~0.5 ms a paragraph.
-_SENTENCE_MARK = re.compile(r"[.!?\u2026]")
+_MARKS = ".!?\u2026"
+_SENTENCE_MARK = re.compile(f"[{re.escape(_MARKS)}]")
 _CLOSERS = "\"')]\u2019\u201d"
 
 
@@ -200,7 +201,7 @@ def sentences(text: str) -> list[str]:
 def one_sentence(text: str) -> bool:
     """Whether a whitespace-normalised paragraph has no sentence mark but (at most) one at its end."""
     core = text.rstrip(_CLOSERS)
-    if core[-1:] in ".!?\u2026":
+    if core[-1:] in _MARKS:
         core = core[:-1]
     return not _SENTENCE_MARK.search(core)
 

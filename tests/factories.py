@@ -84,3 +84,16 @@ def pysbd_on_plain_re():
     finally:
         for module in users:
             module.re = pysbd_patterns.RE
+
+
+@contextmanager
+def every_paragraph_through_pysbd():
+    """`segment.sentences` without its one-sentence shortcut (`segment.one_sentence`): every paragraph goes
+    to pysbd, as before the shortcut; what the shortcut is compared with."""
+    from ingestion import segment
+
+    original, segment.one_sentence = segment.one_sentence, lambda _text: False
+    try:
+        yield
+    finally:
+        segment.one_sentence = original

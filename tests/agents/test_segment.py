@@ -4,6 +4,7 @@ import pytest
 
 from ingestion import segment as segment_module
 from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, blocks, one_sentence, segment, sentences
+from tests.factories import every_paragraph_through_pysbd
 
 
 def texts(text: str) -> list[tuple[str, str]]:
@@ -139,15 +140,15 @@ def test_no_sentence_is_cut_across_a_page_of_wrapped_text():
         ("Wait… then go", False),
     ],
 )
-def test_a_paragraph_without_an_inner_sentence_mark_is_one_sentence(text, whole, monkeypatch):
-    assert sentences(text) == through_pysbd(text, monkeypatch)
+def test_a_paragraph_without_an_inner_sentence_mark_is_one_sentence(text, whole):
+    assert sentences(text) == through_pysbd(text)
     # As `sentences` asks it: after a word's leading dot is set aside.
     assert one_sentence(segment_module._LEADING_DOT.sub(segment_module._DOT_STANDIN, text)) is whole
     if whole:
         assert sentences(text) == [text]
 
 
-def test_the_one_sentence_shortcut_gives_pysbds_sentences_on_the_flask_docs(monkeypatch):
+def test_the_one_sentence_shortcut_gives_pysbds_sentences_on_the_flask_docs():
     """Every paragraph and list item of the shared Flask docs gets the same sentences with the shortcut as
     through pysbd, and the shortcut takes a good share of them."""
     from tests.bench.site_inputs import flask_chunks
@@ -160,13 +161,11 @@ def test_the_one_sentence_shortcut_gives_pysbds_sentences_on_the_flask_docs(monk
         if kind in (PROSE, ITEM)
     ]
     shortcut = [sentences(text) for text in paragraphs]
-    assert shortcut == [through_pysbd(text, monkeypatch) for text in paragraphs]
+    assert shortcut == [through_pysbd(text) for text in paragraphs]
     taken = sum(len(found) == 1 for found in shortcut)
     assert taken > 1000, taken
 
 
-def through_pysbd(text: str, monkeypatch) -> list[str]:
-    """`sentences` as it was before the shortcut: every paragraph through pysbd."""
-    with monkeypatch.context() as patched:
-        patched.setattr(segment_module, "one_sentence", lambda _text: False)
+def through_pysbd(text: str) -> list[str]:
+    with every_paragraph_through_pysbd():
         return sentences(text)

@@ -1,6 +1,6 @@
 """The built-in embedder's layouts on this machine, on the Flask docs' embedding inputs (their 623 chunks and
-their sentences): one process at
-one and at two intra-op threads, and two one-thread processes at once (each half the inputs), in turns.
+their sentences): one process at one and at two intra-op threads, and two one-thread processes at once
+(each half the inputs), in turns.
 Says whether more index processes of fewer threads would embed faster (docs/BENCHMARKS.md, "Parts cut by
 token count across a job's documents").
 
@@ -17,12 +17,9 @@ ROUNDS = 2
 
 
 def _inputs() -> list[str]:
-    from tests.bench.test_pipeline_bench import _site_inputs
-    from tests.ingestion.conftest import flask_page_paths
-    from tests.ingestion.crawl.servers import FLASK_DOCS
+    from tests.bench.site_inputs import flask_inputs_by_page
 
-    inputs, _chunks = _site_inputs({f"http://docs.test/{p}": FLASK_DOCS / p for p in flask_page_paths()})
-    return inputs
+    return [text for inputs in flask_inputs_by_page() for text in inputs]
 
 
 def embed_timed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:

@@ -32,6 +32,11 @@ def flask_chunks() -> list[tuple[str, list[str]]]:
     return site_chunks({f"http://127.0.0.1/{p}": FLASK_DOCS / p for p in flask_page_paths()})
 
 
+def flask_inputs_by_page() -> list[list[str]]:
+    """What an index job embeds for each of the shared Flask docs' pages (`embedding_inputs`), in order."""
+    return [embedding_inputs(texts, title) for title, texts in flask_chunks()]
+
+
 def embedding_inputs(texts: list[str], title: str) -> list[str]:
     """What an index job embeds for one document's chunks: their inputs, and their sentences where the
     deployment makes sentence vectors (settings.SENTENCE_VECTORS)."""

@@ -22,11 +22,12 @@ def main() -> None:
     from django.conf import settings
 
     from retrieval.embedders import local
-    from tests.bench.site_inputs import embedding_inputs, flask_chunks
+    from tests.bench.site_inputs import flask_inputs_by_page
+    from tests.bench.test_padding_bench import SMALL_PAGE_INPUTS
 
     settings.SENTENCE_VECTORS = True
-    documents = [embedding_inputs(texts, title) for title, texts in flask_chunks()]
-    small = [inputs for inputs in documents if len(inputs) <= 400][:30]
+    documents = flask_inputs_by_page()
+    small = [inputs for inputs in documents if len(inputs) <= SMALL_PAGE_INPUTS][:30]
     everything = [text for inputs in documents for text in inputs]
     embedder = local.MiniLMOnnxEmbedder()
     embedder.embed_documents(everything[:8])  # the session loaded outside the timing

@@ -19,13 +19,15 @@ import numpy as np
 import pytest
 
 from retrieval.embedders import local
-from tests.bench.site_inputs import embedding_inputs, flask_chunks
+from tests.bench.site_inputs import flask_inputs_by_page
 
 pytestmark = pytest.mark.bench
 
 FULL = os.environ.get("GROUNDED_BENCH_PADDING") == "full"
 # `make bench`: 30 pages in 2 rounds; `make test`: 3 pages once, as a check that the two agree.
 PAGES, ROUNDS = (30, 2) if FULL else (3, 1)
+# A small page: what a one-page index job of a short page embeds (its chunks and their sentences).
+SMALL_PAGE_INPUTS = 400
 
 
 @contextmanager
@@ -42,10 +44,7 @@ def _fixed_batches():
 
 def test_small_jobs_with_batches_cut_by_padding_beside_fixed_batches(settings):
     settings.SENTENCE_VECTORS = True
-    documents = [
-        inputs for inputs in (embedding_inputs(t, title) for title, t in flask_chunks()) if len(inputs) <= 400
-    ]
-    documents = documents[:PAGES]
+    documents = [inputs for inputs in flask_inputs_by_page() if len(inputs) <= SMALL_PAGE_INPUTS][:PAGES]
     everything = [text for inputs in documents for text in inputs]
     embedder = local.MiniLMOnnxEmbedder()
     embedder.embed_documents(everything[:8])  # the session loaded outside the timing

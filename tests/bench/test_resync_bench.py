@@ -19,6 +19,7 @@ import os
 import re
 import time
 from datetime import UTC, datetime
+from functools import cache
 
 import pytest
 from django.utils import timezone
@@ -64,6 +65,7 @@ def eager(settings):
 QUICK_PAGE_BYTES = 10_000
 
 
+@cache
 def _site_pages() -> list[str]:
     if os.environ.get("GROUNDED_BENCH_RESYNC") == "full":
         return flask_page_paths()

@@ -21,7 +21,7 @@ import pytest
 
 from ingestion import pysbd_patterns, segment
 from tests.bench.site_inputs import embedding_inputs, flask_chunks
-from tests.factories import pysbd_on_plain_re
+from tests.factories import every_paragraph_through_pysbd, pysbd_on_plain_re
 
 pytestmark = pytest.mark.bench
 
@@ -34,22 +34,12 @@ def _inputs(documents: list[tuple[str, list[str]]]) -> list[str]:
 
 
 @contextmanager
-def _every_paragraph_through_pysbd():
-    """No one-sentence shortcut (segment.one_sentence): each paragraph goes to pysbd."""
-    original, segment.one_sentence = segment.one_sentence, lambda _text: False
-    try:
-        yield
-    finally:
-        segment.one_sentence = original
-
-
-@contextmanager
 def _as_shipped():
     """pysbd's own segmenter on the real `re`, every paragraph through it: the baseline turns."""
     shipped = pysbd.Segmenter(language="en", clean=False)
     original, segment._segmenter = segment._segmenter, lambda: shipped
     try:
-        with pysbd_on_plain_re(), _every_paragraph_through_pysbd():
+        with pysbd_on_plain_re(), every_paragraph_through_pysbd():
             yield
     finally:
         segment._segmenter = original
@@ -57,7 +47,7 @@ def _as_shipped():
 
 _MODES = {
     "as_shipped": _as_shipped,
-    "patterns_kept": _every_paragraph_through_pysbd,
+    "patterns_kept": every_paragraph_through_pysbd,
     "one_sentence_shortcut": nullcontext,  # as deployed: patterns kept, one-sentence paragraphs skip pysbd
 }
 
