@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import pysbd
 
-from ingestion import pysbd_patterns
+from ingestion import pysbd_abbreviations, pysbd_patterns
 
 PROSE, ITEM, ROW, HEADING, CODE = "prose", "item", "row", "heading", "code"
 
@@ -67,7 +67,10 @@ _CLOSERS = "\"')]\u2019\u201d"
 
 @lru_cache(maxsize=1)
 def _segmenter() -> pysbd.Segmenter:
-    return pysbd_patterns.segmenter("en")
+    made = pysbd_patterns.segmenter("en")
+    # pysbd's English with an abbreviation pass that gives the same output for less work.
+    made.language_module = pysbd_abbreviations.FastEnglish
+    return made
 
 
 def line_kind(line: str) -> str:

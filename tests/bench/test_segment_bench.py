@@ -2,10 +2,11 @@
 
 Every chunk of the 73 pages the crawl keeps, through `sentence_inputs.with_sentences` (ingestion.segment:
 blocks, then pysbd's sentences), in turns: pysbd as it ships (the baseline: each call through `re`'s
-512-pattern cache, one pattern compiled per sentence found), pysbd on ingestion.pysbd_patterns, and that
-with paragraphs of one sentence not sent to pysbd at all (segment.one_sentence, as deployed). All three
-must give the same inputs. `make bench` prints one JSON line; docs/BENCHMARKS.md ("Sentence segmentation")
-records it. The assertion checks the outputs are equal, never how fast.
+512-pattern cache, one pattern compiled per sentence found), pysbd on ingestion.pysbd_patterns, that
+with paragraphs of one sentence not sent to pysbd at all (segment.one_sentence), and that with the
+abbreviation pass of ingestion.pysbd_abbreviations (as deployed). All four must give the same inputs.
+`make bench` prints one JSON line; docs/BENCHMARKS.md ("Sentence segmentation") records it.
+The assertion checks the outputs are equal, never how fast.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from ingestion import pysbd_patterns, segment
 from tests.bench.site_inputs import embedding_inputs, flask_chunks
-from tests.factories import every_paragraph_through_pysbd, pysbd_on_plain_re
+from tests.factories import every_paragraph_through_pysbd, pysbd_on_plain_re, pysbds_own_abbreviation_pass
 
 pytestmark = pytest.mark.bench
 
@@ -45,10 +46,17 @@ def _as_shipped():
         segment._segmenter = original
 
 
+@contextmanager
+def _patterns_kept():
+    with pysbds_own_abbreviation_pass(), every_paragraph_through_pysbd():
+        yield
+
+
 _MODES = {
     "as_shipped": _as_shipped,
-    "patterns_kept": every_paragraph_through_pysbd,
-    "one_sentence_shortcut": nullcontext,  # as deployed: patterns kept, one-sentence paragraphs skip pysbd
+    "patterns_kept": _patterns_kept,
+    "one_sentence_shortcut": pysbds_own_abbreviation_pass,  # one-sentence paragraphs skip pysbd
+    "abbreviation_pass": nullcontext,  # as deployed: and pysbd_abbreviations' pass
 }
 
 
@@ -67,6 +75,7 @@ def test_segmenting_the_flask_docs_beside_pysbd_as_shipped(settings):
                 seconds[name].append(time.perf_counter() - started)
     assert outputs["patterns_kept"] == outputs["as_shipped"]
     assert outputs["one_sentence_shortcut"] == outputs["as_shipped"]
+    assert outputs["abbreviation_pass"] == outputs["as_shipped"]
     best = {name: min(runs) for name, runs in seconds.items()}
     print(
         "\nsegment-bench "
