@@ -7,7 +7,11 @@ Flask docs' embedding inputs (chunks and sentences, as ingestion embeds them) th
 and beside a process that keeps one core busy a given share of the time (short bursts, as a crawl task or
 a PostgreSQL write is), in turns (docs/BENCHMARKS.md, "The embedder beside other work").
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m tests.bench.embedder_contention [INPUTS]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m tests.bench.embedder_contention \
+        [INPUTS [THREADS]]
+
+THREADS: intra-op thread counts to try in turns, comma-separated (default 0: one per core). More threads
+than cores splits each operator into more shares, so a core taken for a moment holds up a smaller one.
 """
 
 from __future__ import annotations
@@ -34,12 +38,9 @@ def _busy(duty: float, stop: multiprocessing.synchronize.Event) -> None:
 
 
 def _inputs(limit: int) -> list[str]:
-    from tests.bench.test_pipeline_bench import _site_inputs
-    from tests.ingestion.conftest import flask_page_paths
-    from tests.ingestion.crawl.servers import FLASK_DOCS
+    from tests.bench.site_inputs import flask_inputs_by_page
 
-    inputs, _chunks = _site_inputs({f"http://docs.test/{p}": FLASK_DOCS / p for p in flask_page_paths()})
-    return inputs[:limit]
+    return [text for inputs in flask_inputs_by_page() for text in inputs][:limit]
 
 
 def main() -> None:
@@ -49,11 +50,13 @@ def main() -> None:
     from retrieval.embedders.local import MiniLMOnnxEmbedder
 
     texts = _inputs(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)
-    embedder = MiniLMOnnxEmbedder()
-    embedder.embed_documents(texts[:8])  # the model loaded outside the timing, as in a worker
+    thread_counts = [int(n) for n in (sys.argv[2] if len(sys.argv) > 2 else "0").split(",")]
+    embedders = {threads: MiniLMOnnxEmbedder(threads=threads) for threads in thread_counts}
+    for embedder in embedders.values():
+        embedder.embed_documents(texts[:8])  # the model loaded outside the timing, as in a worker
     context = multiprocessing.get_context("spawn")
     for number in range(ROUNDS):
-        for duty in DUTIES:
+        for (threads, embedder), duty in ((pair, duty) for duty in DUTIES for pair in embedders.items()):
             stop = context.Event()
             other = context.Process(target=_busy, args=(duty, stop)) if duty else None
             if other is not None:
@@ -65,7 +68,8 @@ def main() -> None:
             if other is not None:
                 stop.set()
                 other.join()
-            row = {"round": number, "other_core_share": duty, "seconds": round(seconds, 2)}
+            row = {"round": number, "threads": threads, "other_core_share": duty}
+            row["seconds"] = round(seconds, 2)
             row |= {
                 "cpu_s": round(cpu, 2),
                 "inputs": len(texts),
