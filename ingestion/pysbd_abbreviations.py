@@ -53,10 +53,10 @@ class AbbreviationReplacer(English.AbbreviationReplacer):
                 char = char_array[ind] if ind < len(char_array) else ""
                 key = match.strip().lower()
                 # pysbd's scan_for_replacements: no rewrite before a capital, unless prepositive.
-                if str(char).isupper() and key not in abbreviations.PREPOSITIVE_ABBREVIATIONS:
+                if char.isupper() and key not in abbreviations.PREPOSITIVE_ABBREVIATIONS:
                     continue
                 if match.strip() in made:
-                    continue
+                    continue  # the same rewrite again finds nothing new (the module's docstring)
                 made.add(match.strip())
                 if key in abbreviations.PREPOSITIVE_ABBREVIATIONS:
                     text = replace_prepositive_abbr(text, match)

@@ -3,7 +3,7 @@
 import pytest
 
 from ingestion import segment as segment_module
-from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, blocks, one_sentence, segment, sentences
+from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, one_sentence, segment, sentences
 from tests.factories import every_paragraph_through_pysbd
 
 
@@ -151,15 +151,9 @@ def test_a_paragraph_without_an_inner_sentence_mark_is_one_sentence(text, whole)
 def test_the_one_sentence_shortcut_gives_pysbds_sentences_on_the_flask_docs():
     """Every paragraph and list item of the shared Flask docs gets the same sentences with the shortcut as
     through pysbd, and the shortcut takes a good share of them."""
-    from tests.bench.site_inputs import flask_chunks
+    from tests.bench.site_inputs import flask_paragraphs
 
-    paragraphs = [
-        body
-        for _, chunks in flask_chunks()
-        for chunk in chunks
-        for kind, body in blocks(chunk)
-        if kind in (PROSE, ITEM)
-    ]
+    paragraphs = flask_paragraphs()
     shortcut = [sentences(text) for text in paragraphs]
     assert shortcut == [through_pysbd(text) for text in paragraphs]
     taken = sum(len(found) == 1 for found in shortcut)

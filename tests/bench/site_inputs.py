@@ -32,6 +32,20 @@ def flask_chunks() -> list[tuple[str, list[str]]]:
     return site_chunks({f"http://127.0.0.1/{p}": FLASK_DOCS / p for p in flask_page_paths()})
 
 
+def flask_paragraphs() -> list[str]:
+    """Every paragraph and list item of the shared Flask docs' chunks, as `segment.blocks` cuts them: what
+    goes to the sentence splitter."""
+    from ingestion.segment import ITEM, PROSE, blocks
+
+    return [
+        body
+        for _, chunks in flask_chunks()
+        for chunk in chunks
+        for kind, body in blocks(chunk)
+        if kind in (PROSE, ITEM)
+    ]
+
+
 def flask_inputs_by_page() -> list[list[str]]:
     """What an index job embeds for each of the shared Flask docs' pages (`embedding_inputs`), in order."""
     return [embedding_inputs(texts, title) for title, texts in flask_chunks()]

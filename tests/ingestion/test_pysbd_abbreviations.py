@@ -1,13 +1,12 @@
 """The faster abbreviation pass rewrites each line as pysbd's own does, so the sentences are the same."""
 
-import json
 import random
 
 import pytest
 from pysbd.lang.english import English
 
 from ingestion.pysbd_abbreviations import FastEnglish
-from ingestion.segment import ITEM, PROSE, blocks, sentences
+from ingestion.segment import sentences
 from tests.factories import pysbds_own_abbreviation_pass
 
 # Abbreviations of each kind pysbd treats apart (prepositive, before numbers, the rest, with dots inside),
@@ -91,18 +90,10 @@ def test_random_lines_of_abbreviations_are_rewritten_as_pysbd_rewrites_them():
 
 
 def test_the_flask_docs_and_scifact_abstracts_get_pysbds_sentences():
-    from tests.bench.site_inputs import flask_chunks
-    from tests.bench.test_search_latency import SCIFACT
+    from tests.bench.site_inputs import flask_paragraphs
+    from tests.bench.test_search_latency import SCIFACT, read_jsonl
 
-    paragraphs = [
-        body
-        for _, chunks in flask_chunks()
-        for chunk in chunks
-        for kind, body in blocks(chunk)
-        if kind in (PROSE, ITEM)
-    ]
-    with open(SCIFACT / "corpus.jsonl") as corpus:
-        paragraphs += [json.loads(line)["text"] for line, _ in zip(corpus, range(300), strict=False)]
+    paragraphs = flask_paragraphs() + [row["text"] for row in read_jsonl(SCIFACT / "corpus.jsonl", 300)]
     ours_sentences = [sentences(text) for text in paragraphs]
     with pysbds_own_abbreviation_pass():
         assert ours_sentences == [sentences(text) for text in paragraphs]
