@@ -29,7 +29,7 @@ from retrieval import cache as semantic_cache
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.providers import embedder_for
 from retrieval.stores.base import VectorStoreError
-from retrieval.vectors import delete_chunk_vectors, embed_texts, embedding_input, store_chunk_vectors
+from retrieval.vectors import delete_chunk_vectors, embed_parts, embedding_input, store_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import current_workspace_id, workspace_scope
 
@@ -208,17 +208,17 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
             # Documents whose every text was embedded before are stored before anything is embedded.
             for item, item_vectors in waiting.whole():
                 behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
-            for part in waiting.parts():
-                try:
-                    vectors = embed_texts([text for _, text in part], embedder)
-                except EmbeddingError as exc:
-                    # The provider failed: the documents not yet whole fail with the reason.
-                    for document, *_ in waiting.unfinished():
-                        _fail_document(document, exc.message, exc.detail, held_until=held_until)
-                    break
-                for item, item_vectors in waiting.embedded(part, vectors):
-                    behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
-                embedded_inputs += len(vectors)
+            parts = list(waiting.parts())
+            try:
+                made = embed_parts([[text for _, text in part] for part in parts], embedder)
+                for part, vectors in zip(parts, made, strict=True):
+                    for item, item_vectors in waiting.embedded(part, vectors):
+                        behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
+                    embedded_inputs += len(vectors)
+            except EmbeddingError as exc:
+                # The provider failed: the documents not yet whole fail with the reason.
+                for document, *_ in waiting.unfinished():
+                    _fail_document(document, exc.message, exc.detail, held_until=held_until)
         embedded = time.perf_counter()
         behind.wait()
         # Where an index job's time goes (the ingestion benchmark reads these lines from worker logs).

@@ -4,6 +4,8 @@ write makes the workspace's cached search answers stale."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from django.conf import settings
 from django.db.models import Q
@@ -40,6 +42,18 @@ def embed_texts(texts: list[str], embedder: Embedder | None = None) -> np.ndarra
         with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
             vectors[ids] = embedder.embed_documents([texts[i] for i in ids])
     return vectors
+
+
+def embed_parts(parts: list[list[str]], embedder: Embedder) -> Iterator[np.ndarray]:
+    """Each part's vectors in turn, as soon as they are made: parts of at most EMBED_BATCH_SIZE passages
+    each (a provider's request), ordered by length by the caller (ingestion.indexing)."""
+    made = embedder.embed_parts(parts)
+    while True:
+        with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
+            vectors = next(made, None)
+        if vectors is None:
+            return
+        yield vectors
 
 
 def store_chunk_vectors(

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.embedders.local import MiniLMOnnxEmbedder
+
 ROOT = Path(__file__).resolve().parent.parent
 # Real third-party data, outside the repository (GROUNDED_SHARED_DATA points elsewhere, e.g. from a worktree).
 SHARED_DATA = Path(os.environ.get("GROUNDED_SHARED_DATA") or ROOT.parent / "shared" / "data")
@@ -113,3 +115,12 @@ def every_paragraph_through_pysbd():
         yield
     finally:
         segment.one_sentence = original
+
+
+class OneStreamMiniLM(MiniLMOnnxEmbedder):
+    """The built-in embedder running one batch at a time, so every part an index job embeds goes through
+    embed_documents, where a test's subclass counts, records or fails it. With several streams a job's
+    parts are queued at once without it (tests/retrieval/embedders/test_local.py tests that path)."""
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**{**options, "streams": 1})

@@ -242,6 +242,8 @@ EMBEDDERS = {
             "threads": env.int("EMBEDDER_THREADS", default=0),
             # Its ONNX threads spin-wait between operations instead of sleeping (docs/BENCHMARKS.md).
             "spinning": env.bool("EMBEDDER_SPINNING", default=False),
+            # Batches it runs at once, each on threads / streams ONNX threads; 0 = one per thread.
+            "streams": env.int("EMBEDDER_STREAMS", default=0),
         },
     }
 }

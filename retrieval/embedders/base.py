@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -28,6 +29,12 @@ class Embedder(ABC):
     @abstractmethod
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Vectors for passages, shape (len(texts), dimensions), float32, unit length."""
+
+    def embed_parts(self, parts: list[list[str]]) -> Iterator[np.ndarray]:
+        """embed_documents for each part in turn, yielding each part's vectors once they are made. An
+        embedder that runs several batches at once overrides it to start on the next parts meanwhile."""
+        for texts in parts:
+            yield self.embed_documents(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]

@@ -5,14 +5,20 @@ nothing is downloaded at run time. Pooling and truncation follow the sentence-tr
 mean over non-padding tokens, at most 256 tokens, then L2 normalisation.
 
 The session is built once per process, on first use (config.backends caches the embedder per process), with
-one intra-op thread per usable core and spinning off: an index worker of one process uses every core for
-each batch and leaves them idle between batches, for the crawl worker beside it. `EMBEDDER_THREADS` sets
-the thread count (several index processes on one machine should share the cores between them).
+spinning off, for as many threads as the process has usable cores: an index worker of one process uses
+every core and leaves them idle between batches, for the crawl worker beside it. By default each thread
+runs batches of its own (a stream of one intra-op thread), rather than every thread sharing each operator
+of one batch: on 2 cores this embedded ~4 % faster alone and lost less to other work beside it
+(docs/BENCHMARKS.md, "Streams"). `EMBEDDER_THREADS` sets the thread count (several index processes on one
+machine should share the cores between them), `EMBEDDER_STREAMS` how many batches they run at once.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -67,11 +73,19 @@ class MiniLMOnnxEmbedder(Embedder):
     dimensions = 384
     batch_size = INFERENCE_BATCH
 
-    def __init__(self, threads: int = 0, spinning: bool = False, **_options: object) -> None:
+    def __init__(
+        self, threads: int = 0, spinning: bool = False, streams: int = 0, **_options: object
+    ) -> None:
         # 0: one intra-op thread per core this process may run on (its CPU affinity, so a worker pinned
         # with taskset or a cgroup cpuset gets as many threads as it has cores, not the machine's count).
         self._threads = threads or usable_cores()
         self._spinning = spinning
+        # Batches run at once, each on threads / streams intra-op threads; 0: one a thread. Batches share
+        # no operator, so a core taken by other work for a moment holds up one batch, not every thread
+        # of each operator (docs/BENCHMARKS.md, "Streams").
+        self._streams = max(1, min(streams or self._threads, self._threads))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
         self._session = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -90,7 +104,7 @@ class MiniLMOnnxEmbedder(Embedder):
                 f"missing {model_path} or {tokenizer_path}; reinstall requirements.lock",
             )
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = max(1, self._threads // self._streams)
         options.inter_op_num_threads = 1  # the graph runs sequentially; parallelism is inside each op
         # Idle ONNX threads spin by default and slow down whatever the worker does next.
         spin = "1" if self._spinning else "0"
@@ -110,8 +124,42 @@ class MiniLMOnnxEmbedder(Embedder):
         return [len(row) for row in ids]
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
+        batches = self._batches(texts)
+        if self._streams > 1 and len(batches) > 1:
+            made = list(self._streamed().map(self._forward, [rows for _, rows in batches]))
+        else:
+            made = [self._forward(rows) for _, rows in batches]
+        return self._assemble(len(texts), [(ids, m) for (ids, _), m in zip(batches, made, strict=True)])
+
+    def embed_parts(self, parts: list[list[str]]) -> Iterator[np.ndarray]:
+        """With several streams, every part's batches are queued at once, so a stream never waits for
+        another to finish a part: two streams held in step part by part embedded a crawl's first jobs at
+        0.84 of the one-stream rate (docs/BENCHMARKS.md)."""
+        if self._streams == 1:
+            yield from super().embed_parts(parts)
+            return
+        pool = self._streamed()
+        queued: list[list[tuple[list[int], Future]]] = [
+            [(ids, pool.submit(self._forward, rows)) for ids, rows in self._batches(texts)] for texts in parts
+        ]
+        try:
+            for texts, futures in zip(parts, queued, strict=True):
+                yield self._assemble(len(texts), [(ids, future.result()) for ids, future in futures])
+        finally:  # the caller stopped early (a failure): what is still queued is not run
+            for futures in queued:
+                for _, future in futures:
+                    future.cancel()
+
+    def _streamed(self) -> ThreadPoolExecutor:
+        with self._lock:
+            # A forked child (a prefork worker) inherits the pool but not its threads: it makes its own.
+            if self._pool is None or self._pool_pid != os.getpid():
+                self._pool = ThreadPoolExecutor(self._streams, thread_name_prefix="embedder")
+                self._pool_pid = os.getpid()
+            return self._pool
+
+    def _batches(self, texts: list[str]) -> list[tuple[list[int], list[list[int]]]]:
+        """`texts`' token ids in padded batches: each batch's positions in `texts` and its rows."""
         with self._lock:
             ids = [self._counted.pop(text, None) for text in texts]
         missing = [n for n, row in enumerate(ids) if row is None]
@@ -120,9 +168,14 @@ class MiniLMOnnxEmbedder(Embedder):
         # Sorted by token count, not characters: characters predict tokens loosely (code and URLs make
         # many tokens a character), and every padding token costs a full row of attention.
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for batch_ids in padded_batches(order, [len(row) for row in ids]):
-            out[batch_ids] = self._forward([ids[i] for i in batch_ids])
+        return [
+            (batch, [ids[i] for i in batch]) for batch in padded_batches(order, [len(row) for row in ids])
+        ]
+
+    def _assemble(self, count: int, batches: list[tuple[list[int], np.ndarray]]) -> np.ndarray:
+        out = np.zeros((count, self.dimensions), dtype=np.float32)
+        for ids, vectors in batches:
+            out[ids] = vectors
         return out
 
     def _token_ids(self, texts: list[str]) -> list[list[int]]:

@@ -8,10 +8,12 @@ and beside a process that keeps one core busy a given share of the time (short b
 a PostgreSQL write is), in turns (docs/BENCHMARKS.md, "The embedder beside other work").
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m tests.bench.embedder_contention \
-        [INPUTS [THREADS]]
+        [INPUTS [LAYOUTS]]
 
-THREADS: intra-op thread counts to try in turns, comma-separated (default 0: one per core). More threads
-than cores splits each operator into more shares, so a core taken for a moment holds up a smaller one.
+LAYOUTS: embedder layouts to try in turns, comma-separated, each THREADS or THREADS/STREAMS (default 0:
+one thread per core, one batch at a time). More threads than cores splits each operator into more shares,
+so a core taken for a moment holds up a smaller one; STREAMS batches at once, each on THREADS / STREAMS
+threads, share no operator, so a core taken holds up only the batch on it.
 """
 
 from __future__ import annotations
@@ -50,13 +52,16 @@ def main() -> None:
     from retrieval.embedders.local import MiniLMOnnxEmbedder
 
     texts = _inputs(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)
-    thread_counts = [int(n) for n in (sys.argv[2] if len(sys.argv) > 2 else "0").split(",")]
-    embedders = {threads: MiniLMOnnxEmbedder(threads=threads) for threads in thread_counts}
+    layouts = (sys.argv[2] if len(sys.argv) > 2 else "0").split(",")
+    embedders = {}
+    for layout in layouts:
+        threads, _, streams = layout.partition("/")
+        embedders[layout] = MiniLMOnnxEmbedder(threads=int(threads), streams=int(streams or 1))
     for embedder in embedders.values():
         embedder.embed_documents(texts[:8])  # the model loaded outside the timing, as in a worker
     context = multiprocessing.get_context("spawn")
     for number in range(ROUNDS):
-        for (threads, embedder), duty in ((pair, duty) for duty in DUTIES for pair in embedders.items()):
+        for (layout, embedder), duty in ((pair, duty) for duty in DUTIES for pair in embedders.items()):
             stop = context.Event()
             other = context.Process(target=_busy, args=(duty, stop)) if duty else None
             if other is not None:
@@ -68,7 +73,7 @@ def main() -> None:
             if other is not None:
                 stop.set()
                 other.join()
-            row = {"round": number, "threads": threads, "other_core_share": duty}
+            row = {"round": number, "layout": layout, "other_core_share": duty}
             row["seconds"] = round(seconds, 2)
             row |= {
                 "cpu_s": round(cpu, 2),

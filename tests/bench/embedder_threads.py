@@ -1,6 +1,6 @@
 """The built-in embedder's layouts on this machine, on the Flask docs' embedding inputs (their 623 chunks and
-their sentences): one process at one and at two intra-op threads, and two one-thread processes at once
-(each half the inputs), in turns.
+their sentences): one process at one and at two intra-op threads, two threads each running batches of
+its own (streams), and two one-thread processes at once (each half the inputs), in turns.
 Says whether more index processes of fewer threads would embed faster (docs/BENCHMARKS.md, "Parts cut by
 token count across a job's documents").
 
@@ -22,10 +22,11 @@ def _inputs() -> list[str]:
     return [text for inputs in flask_inputs_by_page() for text in inputs]
 
 
-def embed_timed(texts: list[str], threads: int, start_at: float = 0.0) -> dict:
+def embed_timed(texts: list[str], threads: int, start_at: float = 0.0, streams: int = 0) -> dict:
+    """`streams`: batches at once (0: the deployment's default, one per thread)."""
     from retrieval.embedders.local import MiniLMOnnxEmbedder
 
-    embedder = MiniLMOnnxEmbedder(threads=threads)
+    embedder = MiniLMOnnxEmbedder(threads=threads, streams=streams)
     embedder.embed_documents(texts[:8])  # the model loaded outside the timing, as in a worker
     while time.time() < start_at:  # both processes of a pair start together
         time.sleep(0.005)
@@ -46,9 +47,10 @@ def main() -> None:
     context = multiprocessing.get_context("spawn")
     with context.Pool(2, initializer=django_setup) as pool:
         for number in range(ROUNDS):
-            for threads in (2, 1):
-                alone = pool.apply(embed_timed, (texts, threads))
-                print(json.dumps({"round": number, "layout": f"1 process x {threads} threads", **alone}))
+            for threads, streams in ((2, 1), (2, 2), (1, 1)):
+                alone = pool.apply(embed_timed, (texts, threads, 0.0, streams))
+                layout = f"1 process x {threads} threads, {streams} batches at once"
+                print(json.dumps({"round": number, "layout": layout, **alone}))
             start_at = time.time() + 15  # after both have loaded the model
             halves = [pool.apply_async(embed_timed, (texts[k::2], 1, start_at)) for k in (0, 1)]
             pair = [h.get() for h in halves]

@@ -273,14 +273,16 @@ def _raw_embedder(inputs: list[str], chunks: int) -> dict:
     are on), so chunks/s compares with the crawl's."""
     # The index worker's thread setting (EMBEDDER_THREADS; 0 = the cores), so both sides run the same session.
     options = settings.EMBEDDERS["default"]["OPTIONS"]
-    embedder = MiniLMOnnxEmbedder(threads=options["threads"], spinning=options["spinning"])
+    embedder = MiniLMOnnxEmbedder(
+        threads=options["threads"], spinning=options["spinning"], streams=options["streams"]
+    )
     embedder.embed_documents(inputs[:8])  # load the model outside the timing, as a worker has
     started, cpu = time.perf_counter(), time.process_time()
     embedder.embed_documents(inputs)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     # CPU seconds beside the wall time: how much of the 2 cores the embedder alone keeps busy.
     return {
-        "layout": f"1 process x {options['threads'] or 'cores'} threads",
+        "layout": f"1 process x {options['threads'] or 'cores'} threads, {options['streams']} streams",
         "seconds": round(seconds, 2),
         "chunks_per_s": round(chunks / seconds, 2),
         "inputs": len(inputs),
@@ -354,7 +356,9 @@ def _report(site: str, runs: dict[str, dict], raw_before: dict | None = None) ->
         "layout": f"crawl worker x{CRAWL_CONCURRENCY} (nice {CRAWL_NICE}), index worker x{INDEX_CONCURRENCY}"
         f" (threads {INDEX_THREADS or '= cores'})",
         "embedder": {
-            k: v for k, v in settings.EMBEDDERS["default"]["OPTIONS"].items() if k in ("threads", "spinning")
+            k: v
+            for k, v in settings.EMBEDDERS["default"]["OPTIONS"].items()
+            if k in ("threads", "spinning", "streams")
         },
         "cores": os.cpu_count(),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],

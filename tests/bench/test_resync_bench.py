@@ -25,15 +25,15 @@ import pytest
 from django.utils import timezone
 
 from ingestion import lifecycle
-from retrieval.embedders.local import MiniLMOnnxEmbedder
 from sources.models import Source
+from tests.factories import OneStreamMiniLM
 from tests.ingestion.conftest import flask_page_paths, flask_url
 from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
 
 pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
 
 
-class CountingMiniLM(MiniLMOnnxEmbedder):
+class CountingMiniLM(OneStreamMiniLM):
     """The deployment's embedder, counting the batches and the texts it is asked to embed."""
 
     calls = 0

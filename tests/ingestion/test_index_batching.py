@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 
 from ingestion import tasks
-from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embed_texts
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
+from tests.factories import OneStreamMiniLM
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +24,7 @@ def chunks_only(settings):
     settings.SENTENCE_VECTORS = False
 
 
-class CountingMiniLM(MiniLMOnnxEmbedder):
+class CountingMiniLM(OneStreamMiniLM):
     """The deployment's embedder, recording how many texts each call embeds."""
 
     calls: list[int] = []

@@ -21,10 +21,9 @@ from ingestion.chunking import chunk_text
 from ingestion.indexing import documents_index
 from ingestion.sweeper import sweep_stalled
 from retrieval.embedders.base import EmbeddingError
-from retrieval.embedders.local import MiniLMOnnxEmbedder
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
-from tests.factories import ROOT, wait_for
+from tests.factories import ROOT, OneStreamMiniLM, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,7 +127,7 @@ def test_a_batch_held_by_a_killed_worker_is_put_back_by_the_sweeper_and_indexed_
     assert sweep_stalled()["documents_requeued"] == 0
 
 
-class DownEmbedder(MiniLMOnnxEmbedder):
+class DownEmbedder(OneStreamMiniLM):
     def embed_documents(self, texts):  # type: ignore[no-untyped-def]
         raise EmbeddingError("The embedding service is unavailable.", "connection refused")
 

@@ -13,7 +13,7 @@ from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embedding_input, stored_chunk_vectors
 from sources.models import Chunk, Document, Status
 from sources.tenancy import workspace_scope
-from tests.factories import index_text
+from tests.factories import OneStreamMiniLM, index_text
 from tests.retrieval.stores.test_contract import STORE_SETTINGS
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def _paragraph(topic: str, edition: int = 0) -> str:
 PAGE = "\n\n".join(_paragraph(t) for t in TOPICS)  # ~9,000 characters: five or six chunks
 
 
-class RecordingMiniLM(MiniLMOnnxEmbedder):
+class RecordingMiniLM(OneStreamMiniLM):
     texts: list[str] = []
 
     def embed_documents(self, texts):  # type: ignore[no-untyped-def]

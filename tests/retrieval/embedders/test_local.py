@@ -103,3 +103,77 @@ def test_a_small_document_embeds_as_it_does_in_one_batch(embedder):
     cut = embedder.embed_documents(texts)
     alone = np.stack([embedder.embed_query(t) for t in texts])
     assert np.allclose(cut, alone, atol=1e-4)
+
+
+def _texts_of_many_lengths(count: int) -> list[str]:
+    return [f"passage {n} about kettles " + "and the shop in Lyon " * (n % 23) for n in range(count)]
+
+
+def test_two_streams_give_the_vectors_of_one_in_the_same_order(embedder):
+    texts = _texts_of_many_lengths(150)  # several batches, so both streams run
+    streamed = MiniLMOnnxEmbedder(threads=2, streams=2)
+    assert streamed._session is None or streamed._session.get_session_options().intra_op_num_threads == 1
+    vectors = streamed.embed_documents(texts)
+    assert streamed._session.get_session_options().intra_op_num_threads == 1
+    assert np.allclose(vectors, embedder.embed_documents(texts), atol=1e-4)
+    # each row is its own text's vector, whichever stream made it
+    assert np.allclose(vectors[7], embedder.embed_query(texts[7]), atol=1e-4)
+
+
+def test_parts_come_back_in_order_each_as_its_own_embedding(embedder):
+    texts = _texts_of_many_lengths(120)
+    parts = [texts[:50], texts[50:51], texts[51:]]
+    for layout in (MiniLMOnnxEmbedder(threads=2, streams=2), embedder):
+        made = list(layout.embed_parts(parts))
+        assert [len(m) for m in made] == [50, 1, 69]
+        for part, vectors in zip(parts, made, strict=True):
+            assert np.allclose(vectors, embedder.embed_documents(part), atol=1e-4)
+
+
+class _Slow(MiniLMOnnxEmbedder):
+    """Counts the batches it runs, each taking a moment, so batches are still queued when a caller stops."""
+
+    def __init__(self, **options):  # type: ignore[no-untyped-def]
+        super().__init__(**options)
+        self.ran: list[int] = []  # appended to by both streams (a list's append is atomic)
+
+    def _forward(self, rows):  # type: ignore[no-untyped-def]
+        import time
+
+        time.sleep(0.05)
+        self.ran.append(len(rows))
+        return super()._forward(rows)
+
+
+def test_a_caller_that_stops_early_leaves_the_queued_batches_unrun():
+    streamed = _Slow(threads=2, streams=2)
+    parts = [[f"part {n} text {k}" for k in range(32)] for n in range(20)]
+    made = streamed.embed_parts(parts)
+    next(made)
+    made.close()  # as indexing does when a part fails
+    streamed._streamed().shutdown(wait=True)  # what was running when it stopped has finished
+    # 20 batches were queued (a part of 32 alike rows is one batch); the first and those running beside
+    # it ran, the rest were cancelled
+    assert 1 <= len(streamed.ran) <= 4
+
+
+def _embed_in_child(embedder, texts, out):  # type: ignore[no-untyped-def]
+    out.put(embedder.embed_documents(texts))
+
+
+def test_a_forked_worker_embeds_with_streams_of_its_own():
+    # A prefork worker inherits the parent's pool without its threads: batches queued there never ran.
+    import multiprocessing
+
+    texts = _texts_of_many_lengths(100)
+    streamed = MiniLMOnnxEmbedder(threads=2, streams=2)
+    parent = streamed.embed_documents(texts)
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_embed_in_child, args=(streamed, texts, out))
+    child.start()
+    try:
+        assert np.allclose(out.get(timeout=60), parent, atol=1e-5)
+    finally:
+        child.join(timeout=10)
+        child.kill()
