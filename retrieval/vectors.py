@@ -48,12 +48,13 @@ def embed_parts(parts: list[list[str]], embedder: Embedder) -> Iterator[np.ndarr
     """Each part's vectors in turn, as soon as they are made: parts of at most EMBED_BATCH_SIZE passages
     each (a provider's request), ordered by length by the caller (ingestion.indexing)."""
     made = embedder.embed_parts(parts)
-    while True:
-        with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
-            vectors = next(made, None)
-        if vectors is None:
-            return
-        yield vectors
+    try:
+        for _ in parts:  # one observation a part, as embed_texts makes one a call
+            with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
+                vectors = next(made)
+            yield vectors
+    finally:  # a caller that stops early leaves nothing queued behind it
+        made.close()
 
 
 def store_chunk_vectors(

@@ -87,6 +87,7 @@ class MiniLMOnnxEmbedder(Embedder):
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._session = None
+        self._stream_session = None
         self._tokenizer = None
         self._lock = threading.Lock()
         # Token ids counted by input_sizes, kept for the embed_documents call that follows it, so a job's
@@ -103,19 +104,27 @@ class MiniLMOnnxEmbedder(Embedder):
                 "The built-in embedding model is not installed.",
                 f"missing {model_path} or {tokenizer_path}; reinstall requirements.lock",
             )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, self._threads // self._streams)
-        options.inter_op_num_threads = 1  # the graph runs sequentially; parallelism is inside each op
-        # Idle ONNX threads spin by default and slow down whatever the worker does next.
-        spin = "1" if self._spinning else "0"
-        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
-        options.add_session_config_entry("session.inter_op.allow_spinning", spin)
+
+        def session(threads: int) -> ort.InferenceSession:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1  # the graph runs sequentially; parallelism is inside each op
+            # Idle ONNX threads spin by default and slow down whatever the worker does next.
+            spin = "1" if self._spinning else "0"
+            options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+            options.add_session_config_entry("session.inter_op.allow_spinning", spin)
+            return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         # No padding here: inputs are tokenized once, sorted by token count, and padded per batch.
         tokenizer.no_padding()
         self._tokenizer = tokenizer
-        self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        # A lone batch (a question, a short page) runs on every thread; streams run on their share. The
+        # model is ~23 MB, so a second session costs little: one thread on a lone batch made every
+        # small document and question slower (the test suite took a third longer).
+        self._session = session(self._threads)
+        self._stream_session = session(max(1, self._threads // self._streams))
 
     def input_sizes(self, texts: list[str]) -> list[int]:
         ids = self._token_ids(texts)
@@ -126,7 +135,7 @@ class MiniLMOnnxEmbedder(Embedder):
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         batches = self._batches(texts)
         if self._streams > 1 and len(batches) > 1:
-            made = list(self._streamed().map(self._forward, [rows for _, rows in batches]))
+            made = list(self._streamed().map(self._forward_streamed, [rows for _, rows in batches]))
         else:
             made = [self._forward(rows) for _, rows in batches]
         return self._assemble(len(texts), [(ids, m) for (ids, _), m in zip(batches, made, strict=True)])
@@ -140,7 +149,8 @@ class MiniLMOnnxEmbedder(Embedder):
             return
         pool = self._streamed()
         queued: list[list[tuple[list[int], Future]]] = [
-            [(ids, pool.submit(self._forward, rows)) for ids, rows in self._batches(texts)] for texts in parts
+            [(ids, pool.submit(self._forward_streamed, rows)) for ids, rows in self._batches(texts)]
+            for texts in parts
         ]
         try:
             for texts, futures in zip(parts, queued, strict=True):
@@ -186,7 +196,10 @@ class MiniLMOnnxEmbedder(Embedder):
                 self._load()
         return [e.ids for e in self._tokenizer.encode_batch_fast(texts)]
 
-    def _forward(self, rows: list[list[int]]) -> np.ndarray:
+    def _forward_streamed(self, rows: list[list[int]]) -> np.ndarray:
+        return self._forward(rows, streamed=True)
+
+    def _forward(self, rows: list[list[int]], streamed: bool = False) -> np.ndarray:
         width = max(len(row) for row in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)  # 0 is [PAD]
         attention = np.zeros_like(input_ids)
@@ -198,7 +211,8 @@ class MiniLMOnnxEmbedder(Embedder):
             "attention_mask": attention,
             "token_type_ids": np.zeros_like(input_ids),
         }
-        (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        session = self._stream_session if streamed else self._session
+        (hidden,) = session.run(["last_hidden_state"], feeds)
         mask = attention[:, :, None].astype(np.float32)
         pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         return normalize(pooled)

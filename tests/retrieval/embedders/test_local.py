@@ -112,9 +112,10 @@ def _texts_of_many_lengths(count: int) -> list[str]:
 def test_two_streams_give_the_vectors_of_one_in_the_same_order(embedder):
     texts = _texts_of_many_lengths(150)  # several batches, so both streams run
     streamed = MiniLMOnnxEmbedder(threads=2, streams=2)
-    assert streamed._session is None or streamed._session.get_session_options().intra_op_num_threads == 1
     vectors = streamed.embed_documents(texts)
-    assert streamed._session.get_session_options().intra_op_num_threads == 1
+    # each stream on one thread; a lone batch (a question) on both
+    assert streamed._stream_session.get_session_options().intra_op_num_threads == 1
+    assert streamed._session.get_session_options().intra_op_num_threads == 2
     assert np.allclose(vectors, embedder.embed_documents(texts), atol=1e-4)
     # each row is its own text's vector, whichever stream made it
     assert np.allclose(vectors[7], embedder.embed_query(texts[7]), atol=1e-4)
@@ -137,12 +138,12 @@ class _Slow(MiniLMOnnxEmbedder):
         super().__init__(**options)
         self.ran: list[int] = []  # appended to by both streams (a list's append is atomic)
 
-    def _forward(self, rows):  # type: ignore[no-untyped-def]
+    def _forward(self, rows, streamed=False):  # type: ignore[no-untyped-def]
         import time
 
         time.sleep(0.05)
         self.ran.append(len(rows))
-        return super()._forward(rows)
+        return super()._forward(rows, streamed)
 
 
 def test_a_caller_that_stops_early_leaves_the_queued_batches_unrun():
