@@ -124,7 +124,7 @@ class MiniLMOnnxEmbedder(Embedder):
         # model is ~23 MB, so a second session costs little: one thread on a lone batch made every
         # small document and question slower (the test suite took a third longer).
         self._session = session(self._threads)
-        self._stream_session = session(max(1, self._threads // self._streams))
+        self._stream_session = session(self._threads // self._streams) if self._streams > 1 else self._session
 
     def input_sizes(self, texts: list[str]) -> list[int]:
         ids = self._token_ids(texts)
@@ -147,10 +147,14 @@ class MiniLMOnnxEmbedder(Embedder):
         if self._streams == 1:
             yield from super().embed_parts(parts)
             return
+        planned = [self._batches(texts) for texts in parts]
+        if sum(len(batches) for batches in planned) == 1:  # a short page: its one batch on every thread
+            for texts, batches in zip(parts, planned, strict=True):
+                yield self._assemble(len(texts), [(ids, self._forward(rows)) for ids, rows in batches])
+            return
         pool = self._streamed()
         queued: list[list[tuple[list[int], Future]]] = [
-            [(ids, pool.submit(self._forward_streamed, rows)) for ids, rows in self._batches(texts)]
-            for texts in parts
+            [(ids, pool.submit(self._forward_streamed, rows)) for ids, rows in batches] for batches in planned
         ]
         try:
             for texts, futures in zip(parts, queued, strict=True):

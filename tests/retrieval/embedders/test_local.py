@@ -178,3 +178,22 @@ def test_a_forked_worker_embeds_with_streams_of_its_own():
     finally:
         child.join(timeout=10)
         child.kill()
+
+
+class _Recording(MiniLMOnnxEmbedder):
+    def __init__(self, **options):  # type: ignore[no-untyped-def]
+        super().__init__(**options)
+        self.streamed: list[bool] = []
+
+    def _forward(self, rows, streamed=False):  # type: ignore[no-untyped-def]
+        self.streamed.append(streamed)
+        return super()._forward(rows, streamed)
+
+
+def test_a_lone_batch_runs_on_every_thread_and_several_on_the_streams():
+    embedder = _Recording(threads=2, streams=2)
+    embedder.embed_documents(["how do I reset my password?"])
+    list(embedder.embed_parts([["a short page"], []]))  # one batch in all: a short page's job
+    assert embedder.streamed == [False, False]
+    list(embedder.embed_parts([_texts_of_many_lengths(40), _texts_of_many_lengths(40)]))
+    assert embedder.streamed[2:] and all(embedder.streamed[2:])
