@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +48,12 @@ if TYPE_CHECKING:
 EF_SEARCH_STEPS = ((500_000, 200), (0, 100))
 #: How long a process trusts its estimate of the table's size.
 TABLE_SIZE_TTL = 300.0
+#: A workspace with at most this many vectors is searched exactly when its HNSW scan comes back short. The
+#: graph is shared by every workspace and pgvector's iterative scan stops after hnsw.max_scan_tuples
+#: (20,000) of its tuples (or its memory), so a small workspace whose chunks are not among the nearest of
+#: all workspaces' loses some or all of them when the planner takes the index (as it does when its
+#: statistics overrate the workspace). Exact search over this many rows costs a few tens of ms.
+EXACT_FALLBACK_MAX_ROWS = 20_000
 #: Up to this many chunks passing a filter, a filtered keyword search ranks them by id (see _rank_filtered).
 FILTERED_IDS_CAP = 10_000
 
@@ -126,8 +133,12 @@ class PgVectorStore(VectorStore):
         chunk_ids: list[str] | None = None,
     ) -> list[VectorHit]:
         where, filter_params = filter_sql(filters)
-        sql = vector_sql(
-            self.metric, with_floor=min_score is not None, where=where, given_ids=chunk_ids is not None
+        sql = partial(
+            vector_sql,
+            self.metric,
+            with_floor=min_score is not None,
+            where=where,
+            given_ids=chunk_ids is not None,
         )
         params: dict[str, Any] = {
             "vector": vector_literal(vector),
@@ -140,18 +151,44 @@ class PgVectorStore(VectorStore):
         }
         with connection.cursor() as cursor:
             if chunk_ids is not None:
-                cursor.execute(sql, params)  # read by primary key: no index scan to set up
+                cursor.execute(sql(), params)  # read by primary key: no index scan to set up
                 rows = cursor.fetchall()
             else:
-                rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+                rows = self._nearest(cursor, sql, params, top_k, found=len)
         # Given chunks come back unordered (vector_sql says why): ranked here.
         hits = [VectorHit(chunk_id=cid, score=float(score)) for cid, score in rows]
         if chunk_ids is not None:
             hits = sorted(hits, key=lambda h: (-h.score, h.chunk_id))[:top_k]
         return hits
 
-    @staticmethod
-    def _hnsw_select(cursor: Any, ef_search: int, sql: str, params: dict[str, Any]) -> list[tuple]:
+    def _nearest(
+        self,
+        cursor: Any,
+        sql: Callable[..., str],
+        params: dict[str, Any],
+        top_k: int,
+        found: Callable[[list[tuple]], int],
+    ) -> list[tuple]:
+        """A nearest-neighbour statement's rows (`sql(exact=...)` composes it) through the HNSW index; by
+        exact search when the scan found fewer than top_k (`found` counts the statement's nearest rows)
+        and the workspace has more vectors of the model than that, but few enough to scan
+        (EXACT_FALLBACK_MAX_ROWS)."""
+        rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql(), params)
+        short = found(rows)
+        if short >= top_k:
+            return rows
+        cursor.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM sources_chunk WHERE workspace_id = %s"
+            " AND embedding IS NOT NULL AND embedding_model = %s LIMIT %s) AS vectors",
+            [params["workspace"], params["model"], EXACT_FALLBACK_MAX_ROWS + 1],
+        )
+        vectors = cursor.fetchone()[0]
+        if short < vectors <= EXACT_FALLBACK_MAX_ROWS:
+            cursor.execute(sql(exact=True), params)
+            return cursor.fetchall()
+        return rows
+
+    def _hnsw_select(self, cursor: Any, ef_search: int, sql: str, params: dict[str, Any]) -> list[tuple]:
         """Run a search through the HNSW index. A filtered HNSW scan stops after ef_search candidates;
         iterative scans go on until enough rows of this workspace (and filters, and floor) are found
         (pgvector >= 0.8). Both settings are LOCAL to the search's transaction. With client-side binding
@@ -315,8 +352,8 @@ class PgVectorStore(VectorStore):
         self, cursor: Any, params: dict[str, Any], top_k: int, min_score: float | None
     ) -> tuple[list[VectorHit], dict[str, float], dict[str, float]]:
         """The vector top_k, the keyword candidates' cosine and the vector candidates' BM25: one statement."""
-        sql = hybrid_sql(self.metric, with_floor=min_score is not None)
-        rows = self._hnsw_select(cursor, max(self._ef_search(cursor), top_k), sql, params)
+        sql = partial(hybrid_sql, self.metric, with_floor=min_score is not None)
+        rows = self._nearest(cursor, sql, params, top_k, found=lambda rows: sum(r[0] == 0 for r in rows))
         by_vector = [VectorHit(cid, float(score)) for part, cid, score in rows if part == 0]
         rescored_vector = {cid: float(score) for part, cid, score in rows if part == 1}
         rescored_keyword = {cid: min(1.0, float(score)) for part, cid, score in rows if part == 2}

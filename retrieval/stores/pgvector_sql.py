@@ -60,6 +60,11 @@ def _distance(metric: str) -> str:
     return f"c.embedding {operator} %(vector)s::vector"
 
 
+def _order(metric: str, *, exact: bool) -> str:
+    """ORDER BY the distance; `exact`: by a value the HNSW index cannot give, so every row is compared."""
+    return f" ORDER BY ({_distance(metric)}) + 0" if exact else f" ORDER BY {_distance(metric)}"
+
+
 def _similarity(metric: str) -> str:
     """The distance turned into the score a search reports (higher is closer)."""
     _operator, _opclass, similarity = METRICS[metric]
@@ -75,7 +80,9 @@ def _embedded_chunks(metric: str, *, with_floor: bool) -> str:
     )
 
 
-def vector_sql(metric: str, *, with_floor: bool, where: str = "", given_ids: bool = False) -> str:
+def vector_sql(
+    metric: str, *, with_floor: bool, where: str = "", given_ids: bool = False, exact: bool = False
+) -> str:
     """(chunk id, score) of the top `%(limit)s` chunks by distance, through the HNSW index; or, with
     `given_ids`, of the chunks in `%(ids)s`, unordered. `where` is filter_sql's condition.
 
@@ -84,7 +91,7 @@ def vector_sql(metric: str, *, with_floor: bool, where: str = "", given_ids: boo
     the planner reads them by primary key; the caller ranks them instead."""
     if given_ids:
         where += " AND c.id = ANY(%(ids)s::uuid[])"
-    order = "" if given_ids else f" ORDER BY {_distance(metric)} LIMIT %(limit)s"
+    order = "" if given_ids else f"{_order(metric, exact=exact)} LIMIT %(limit)s"
     rows = _embedded_chunks(metric, with_floor=with_floor)
     return f"SELECT c.id::text, {_similarity(metric)}{rows}{where}{order}"
 
@@ -191,7 +198,7 @@ def given_bm25_sql() -> str:
     return f"SELECT chunk_id::text, score FROM ({scored}) AS bm WHERE score >= %(floor)s"
 
 
-def hybrid_sql(metric: str, *, with_floor: bool) -> str:
+def hybrid_sql(metric: str, *, with_floor: bool, exact: bool = False) -> str:
     """The vector top_k (part 0, best first), the cosine of given chunks (part 1: the keyword
     candidates, `%(kw_ids)s`) and the BM25 of the vector candidates (part 2), with the query's term
     weights (`%(wterms)s`, `%(ws)s`), average length (`%(avg)s`) and normaliser (`%(norm)s`) from
@@ -200,7 +207,7 @@ def hybrid_sql(metric: str, *, with_floor: bool) -> str:
     score = _similarity(metric)
     return (
         f"WITH vec AS MATERIALIZED (SELECT c.id, {score} AS score{rows}"
-        f"  ORDER BY {_distance(metric)} LIMIT %(limit)s),"
+        f" {_order(metric, exact=exact)} LIMIT %(limit)s),"
         " ranked AS (SELECT id, score, row_number() OVER () AS n FROM vec),"
         f" cos AS (SELECT c.id, {score} AS score{rows} AND c.id = ANY(%(kw_ids)s::uuid[])),"
         f" bm AS ({_given_bm25('SELECT id FROM vec')})"

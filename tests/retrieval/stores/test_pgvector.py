@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 
+from agents.models import Agent
 from retrieval.keyword import term_counts
 from retrieval.stores.base import VectorRecord
 from retrieval.stores.pgvector import PgVectorStore, ef_search_for, vector_literal
+from sources.tenancy import workspace_scope
 from tests.factories import check_deferred_constraints
 from tests.retrieval.stores.test_contract import MODEL, Corpus
 
@@ -196,3 +198,95 @@ def test_keyword_counts_stay_true_through_new_chunks_rewrites_and_deletes(worksp
     assert counts() == (2, 3, 3)
     store.delete(workspace_id=workspace.id, chunk_ids=[a])
     assert counts() == (1, 2, 2)
+
+
+def _around(center: np.ndarray, seed: int) -> np.ndarray:
+    vector = center + 0.3 * np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+@pytest.fixture
+def small_workspace_behind_a_big_one(workspace, agent, other_workspace):
+    """Three chunks of `workspace` far from the query, 400 of another workspace near it, and a planner
+    that takes the HNSW index for the small workspace (its statistics say it has 400 chunks, and the
+    other ways to its rows are gone for this transaction), whose scan stops after 100 tuples: what a
+    small workspace meets in a big shared table, where the scan's limit is 20,000 tuples."""
+    query = random_vector(11)
+    store = PgVectorStore()
+    with workspace_scope(other_workspace.id):
+        big_agent = Agent.objects.create(workspace=other_workspace, name="big")
+    big = Corpus(store, other_workspace, big_agent)
+    for i in range(400):
+        big.add(f"kettle descaling step {i}", _around(query, i))
+    small = Corpus(store, workspace, agent)
+    ids = [small.add(f"kettle warranty note {i}", _around(-query, 1000 + i)) for i in range(400)]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sources_chunk")
+        store.delete(workspace_id=workspace.id, chunk_ids=ids[3:])
+        cursor.execute("DELETE FROM sources_chunk WHERE id = ANY(%s::uuid[])", [ids[3:]])
+        cursor.execute("SET LOCAL hnsw.max_scan_tuples = 100")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'sources_chunk'"
+            " AND indexdef LIKE '%%(workspace_id%%'"
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"DROP INDEX {name}")  # rolled back with the test's transaction
+    return store, query, ids[:3]
+
+
+def exact_reruns(run) -> tuple[object, int]:
+    seen = []
+
+    def record(execute, sql, params, many, context):
+        seen.append(" + 0 LIMIT" in sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        result = run()
+    return result, sum(seen)
+
+
+def test_a_short_hnsw_scan_of_a_small_workspace_is_searched_again_exactly(
+    workspace, small_workspace_behind_a_big_one
+):
+    store, query, ids = small_workspace_behind_a_big_one
+    hits, reruns = exact_reruns(
+        lambda: store.search(workspace_id=workspace.id, vector=query, top_k=5, model_name=MODEL)
+    )
+    assert sorted(h.chunk_id for h in hits) == sorted(ids)
+    assert reruns == 1  # the index scan alone came back short (2 of 3 when this was written)
+    hybrid, reruns = exact_reruns(
+        lambda: store.hybrid_search(
+            workspace_id=workspace.id,
+            vector=lambda: query,
+            terms=term_counts("kettle warranty"),
+            top_k=5,
+            model_name=MODEL,
+        )
+    )
+    assert sorted(h.chunk_id for h in hybrid.by_vector) == sorted(ids)
+    assert reruns == 1
+
+
+def test_a_workspace_too_big_to_scan_keeps_what_the_index_found(
+    workspace, small_workspace_behind_a_big_one, monkeypatch
+):
+    from retrieval.stores import pgvector
+
+    store, query, ids = small_workspace_behind_a_big_one
+    monkeypatch.setattr(pgvector, "EXACT_FALLBACK_MAX_ROWS", 2)
+    hits, reruns = exact_reruns(
+        lambda: store.search(workspace_id=workspace.id, vector=query, top_k=5, model_name=MODEL)
+    )
+    assert reruns == 0 and len(hits) < len(ids)
+
+
+def test_a_workspace_of_fewer_chunks_than_asked_for_is_not_searched_twice(workspace, agent):
+    store = PgVectorStore()
+    corpus = Corpus(store, workspace, agent)
+    ids = [corpus.add(f"passage {i}", random_vector(i)) for i in range(3)]
+    hits, reruns = exact_reruns(
+        lambda: store.search(workspace_id=workspace.id, vector=random_vector(0), top_k=5, model_name=MODEL)
+    )
+    assert sorted(h.chunk_id for h in hits) == sorted(ids) and reruns == 0
