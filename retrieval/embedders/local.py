@@ -133,22 +133,23 @@ class MiniLMOnnxEmbedder(Embedder):
         return [len(row) for row in ids]
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        batches = self._batches(texts)
-        if self._streams > 1 and len(batches) > 1:
-            made = list(self._streamed().map(self._forward_streamed, [rows for _, rows in batches]))
-        else:
-            made = [self._forward(rows) for _, rows in batches]
-        return self._assemble(len(texts), [(ids, m) for (ids, _), m in zip(batches, made, strict=True)])
+        (vectors,) = self._embed_planned([texts])
+        return vectors
 
     def embed_parts(self, parts: list[list[str]]) -> Iterator[np.ndarray]:
         """With several streams, every part's batches are queued at once, so a stream never waits for
         another to finish a part: two streams held in step part by part embedded a crawl's first jobs at
-        0.84 of the one-stream rate (docs/BENCHMARKS.md)."""
+        0.84 of the one-stream rate (docs/BENCHMARKS.md). With one, part by part through embed_documents,
+        as the base class does."""
         if self._streams == 1:
-            yield from super().embed_parts(parts)
-            return
+            return super().embed_parts(parts)
+        return self._embed_planned(parts)
+
+    def _embed_planned(self, parts: list[list[str]]) -> Iterator[np.ndarray]:
+        """Each part's vectors, in order, from batches planned for every part first. One batch in all (a
+        question, a short page) runs on every thread, as every batch does with one stream."""
         planned = [self._batches(texts) for texts in parts]
-        if sum(len(batches) for batches in planned) == 1:  # a short page: its one batch on every thread
+        if self._streams == 1 or sum(len(batches) for batches in planned) <= 1:
             for texts, batches in zip(parts, planned, strict=True):
                 yield self._assemble(len(texts), [(ids, self._forward(rows)) for ids, rows in batches])
             return
