@@ -9,6 +9,7 @@ import traceback
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import partial
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -29,7 +30,13 @@ from retrieval import cache as semantic_cache
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.providers import embedder_for
 from retrieval.stores.base import VectorStoreError
-from retrieval.vectors import delete_chunk_vectors, embed_parts, embedding_input, store_chunk_vectors
+from retrieval.vectors import (
+    Parts,
+    delete_chunk_vectors,
+    embed_parts,
+    embedding_input,
+    store_chunk_vectors,
+)
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import current_workspace_id, workspace_scope
 
@@ -50,7 +57,8 @@ INDEX_BATCH_MAX_CHARS = 300_000
 INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
 #: A document ready to embed: its chunks, their embedding inputs followed by their sentences' (when the
-#: deployment makes sentence vectors), and where each chunk's sentences are among them.
+#: deployment makes sentence vectors), and where each chunk's sentences are among them (None until
+#: _Waiting.add_sentences has cut them, or without sentence vectors).
 Prepared = tuple[Document, list[Chunk], list[str], sentence_inputs.Layout | None]
 
 
@@ -189,8 +197,7 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                 _fail_document(document, UNEXPECTED, traceback.format_exc(), held_until=held_until)
                 continue
             inputs = [embedding_input(c.text, document.title) for c in chunks]
-            inputs, layout = sentence_inputs.with_sentences([c.text for c in chunks], inputs, document.title)
-            prepared.append((document, chunks, inputs, layout))
+            prepared.append((document, chunks, inputs, None))
         chunked = time.perf_counter()
         # One pass per embedder: an agent may embed with its own provider (retrieval.providers), and one
         # provider failing fails only its own documents.
@@ -201,17 +208,28 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         # the next part is embedded (store_behind.py).
         behind = StoreBehind()
         embedded_inputs = reused_inputs = 0
+        segment_s = 0.0
         for agent_id, group in by_agent.items():
             embedder = embedder_for(agent_id)
             waiting = _Waiting(group, embedder, reuse.known_vectors([item[0] for item in group], embedder))
-            reused_inputs += waiting.known
-            # Documents whose every text was embedded before are stored before anything is embedded.
-            for item, item_vectors in waiting.whole():
-                behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
-            parts = list(waiting.parts())
+            made: list[Parts] = []
             try:
-                made = embed_parts([[text for _, text in part] for part in parts], embedder)
-                for part, vectors in zip(parts, made, strict=True):
+                # An embedder that works in the background (the built-in one's streams) is given the chunks'
+                # own inputs first, and embeds them while this thread cuts their sentences (pysbd, ~20 ms a
+                # page), which it used to wait for. Others get every text in one order by size: a
+                # provider, one request fewer for a small page.
+                parts = list(waiting.parts()) if embedder.embeds_in_background else []
+                made.append(embed_parts([[text for _, text in part] for part in parts], embedder))
+                segmenting = time.perf_counter()
+                waiting.add_sentences()
+                segment_s += time.perf_counter() - segmenting
+                reused_inputs += waiting.known
+                # Documents whose every text was embedded before are stored before anything else.
+                for item, item_vectors in waiting.whole():
+                    behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
+                sentence_parts = list(waiting.parts())
+                made.append(embed_parts([[text for _, text in part] for part in sentence_parts], embedder))
+                for part, vectors in zip([*parts, *sentence_parts], chain(*made), strict=True):
                     for item, item_vectors in waiting.embedded(part, vectors):
                         behind.submit(partial(_store_document, *item, item_vectors, embedder, held_until))
                     embedded_inputs += len(vectors)
@@ -219,6 +237,9 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                 # The provider failed: the documents not yet whole fail with the reason.
                 for document, *_ in waiting.unfinished():
                     _fail_document(document, exc.message, exc.detail, held_until=held_until)
+            finally:  # a failure leaves nothing queued on the embedder
+                for queued in made:
+                    queued.close()
         embedded = time.perf_counter()
         behind.wait()
         # Where an index job's time goes (the ingestion benchmark reads these lines from worker logs).
@@ -233,6 +254,8 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                     # inputs whose vectors an earlier index of the same text left (reuse.py)
                     "reused": reused_inputs,
                     "chunk_s": round(chunked - started, 4),
+                    # cutting sentences, while the embedder works on the chunks (part of embed_s)
+                    "segment_s": round(segment_s, 4),
                     "embed_s": round(embedded - chunked, 4),
                     "store_s": round(time.perf_counter() - embedded, 4),
                 }
@@ -241,12 +264,12 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
 
 
 class _Waiting:
-    """A job's documents waiting for their vectors. Their chunks are embedded in parts of one batch of the
+    """A job's documents waiting for their vectors. Their texts are embedded in parts of one batch of the
     embedder (a provider's: one request of EMBED_BATCH_SIZE), cut from one order by size (the embedder's
     tokens) across every document of the job, as one pass over all of them would be: parts cut document by
-    document padded ~8 % more tokens on the Flask site (docs/BENCHMARKS.md). Chunks of one size go in
-    document order: most chunks are cut at the embedder's limit, so after the shorter ones the documents
-    are made whole, and stored, one by one while the rest are embedded."""
+    document padded ~8 % more tokens on the Flask site (docs/BENCHMARKS.md). `parts()` cuts what is not
+    cut yet: the chunks' inputs, then (once `add_sentences` has cut them) their sentences; or both in one
+    order, when it is called after. Texts of one size go in document order."""
 
     def __init__(
         self, group: list[Prepared], embedder: Embedder, known: dict[int, dict[str, np.ndarray]]
@@ -254,11 +277,30 @@ class _Waiting:
         """`known`: by document id, vectors of texts embedded before (reuse.known_vectors)."""
         self._group = group
         self._embedder = embedder
-        self._vectors: list[list[np.ndarray | None]] = [
-            [known.get(document.id, {}).get(text) for text in inputs] for document, _, inputs, _ in group
-        ]
-        self._missing = [sum(v is None for v in vectors) for vectors in self._vectors]
-        self.known = sum(len(v) for v in self._vectors) - sum(self._missing)
+        self._known = known
+        self._vectors: list[list[np.ndarray | None]] = [[] for _ in group]
+        self._missing = [0] * len(group)
+        # Per document, how many of its inputs were known or cut into parts already.
+        self._queued = [0] * len(group)
+        self.known = 0
+        for d, (_, _, inputs, _) in enumerate(group):
+            self._extend(d, inputs)
+
+    def _extend(self, d: int, texts: list[str]) -> None:
+        known = self._known.get(self._group[d][0].id, {})
+        vectors = [known.get(text) for text in texts]
+        self._vectors[d] += vectors
+        missing = sum(v is None for v in vectors)
+        self._missing[d] += missing
+        self.known += len(vectors) - missing
+
+    def add_sentences(self) -> None:
+        """Each document's sentences after its chunks' inputs (when the deployment makes sentence vectors)."""
+        for d, (document, chunks, inputs, _) in enumerate(self._group):
+            texts = [c.text for c in chunks]
+            extended, layout = sentence_inputs.with_sentences(texts, inputs, document.title)
+            self._group[d] = (document, chunks, extended, layout)
+            self._extend(d, extended[len(inputs) :])
 
     def whole(self) -> Iterator[tuple[Prepared, np.ndarray]]:
         """The documents whose every vector was known before any was embedded."""
@@ -267,21 +309,23 @@ class _Waiting:
                 yield self._group[d], np.stack(self._vectors[d])
 
     def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
-        chunks = [
-            ((d, c), text)
+        """The texts not cut into parts yet whose vectors are not known."""
+        texts = [
+            ((d, c), inputs[c])
             for d, (_, _, inputs, _) in enumerate(self._group)
-            for c, text in enumerate(inputs)
+            for c in range(self._queued[d], len(inputs))
             if self._vectors[d][c] is None
         ]
-        sizes = self._embedder.input_sizes([text for _, text in chunks])
-        # A stable sort: chunks of one size stay in document order.
-        order = sorted(range(len(chunks)), key=sizes.__getitem__)
+        self._queued = [len(inputs) for _, _, inputs, _ in self._group]
+        sizes = self._embedder.input_sizes([text for _, text in texts])
+        # A stable sort: texts of one size stay in document order.
+        order = sorted(range(len(texts)), key=sizes.__getitem__)
         # Small parts keep the job's tail short: what the last part makes whole is stored after it.
         size = max(1, settings.EMBED_BATCH_SIZE)
         if self._embedder.batch_size:
             size = min(size, self._embedder.batch_size)
         for start in range(0, len(order), size):
-            yield [chunks[n] for n in order[start : start + size]]
+            yield [texts[n] for n in order[start : start + size]]
 
     def embedded(
         self, part: list[tuple[tuple[int, int], str]], vectors: np.ndarray

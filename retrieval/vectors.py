@@ -44,17 +44,38 @@ def embed_texts(texts: list[str], embedder: Embedder | None = None) -> np.ndarra
     return vectors
 
 
-def embed_parts(parts: list[list[str]], embedder: Embedder) -> Iterator[np.ndarray]:
+def embed_parts(parts: list[list[str]], embedder: Embedder) -> Parts:
     """Each part's vectors in turn, as soon as they are made: parts of at most EMBED_BATCH_SIZE passages
-    each (a provider's request), ordered by length by the caller (ingestion.indexing)."""
-    made = embedder.embed_parts(parts)
-    try:
-        for _ in parts:  # one observation a part, as embed_texts makes one a call
+    each (a provider's request), ordered by length by the caller (ingestion.indexing). The embedder is
+    called now, so one that runs batches in the background (the built-in model's streams) starts on them
+    while the caller does other work; `close()` the result if it is not read to the end."""
+    return Parts(embedder.embed_parts(parts), len(parts))
+
+
+class Parts(Iterator[np.ndarray]):
+    """An embedder's parts, one metrics observation each, as embed_texts makes one a call."""
+
+    def __init__(self, made: Iterator[np.ndarray], count: int) -> None:
+        self._made = made
+        self._left = count
+
+    def __next__(self) -> np.ndarray:
+        if not self._left:
+            raise StopIteration
+        self._left -= 1
+        try:
             with metrics.timed(metrics.EMBED_SECONDS, purpose="documents"):
-                vectors = next(made)
-            yield vectors
-    finally:  # a caller that stops early leaves nothing queued behind it
-        made.close()
+                return next(self._made)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Nothing more is embedded for these parts (a caller that stopped early leaves nothing queued)."""
+        self._left = 0
+        close = getattr(self._made, "close", None)
+        if close is not None:
+            close()
 
 
 def store_chunk_vectors(

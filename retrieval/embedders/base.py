@@ -25,6 +25,9 @@ class Embedder(ABC):
     #: How many passages it runs at once, when it batches on its own (the built-in models); 0 for a
     #: provider, whose requests carry EMBED_BATCH_SIZE passages.
     batch_size: int = 0
+    #: Whether embed_parts queues every batch when it is called and runs them while the caller does other
+    #: work (ingestion.indexing then cuts sentences meanwhile); else each part is embedded when it is read.
+    embeds_in_background: bool = False
 
     @abstractmethod
     def embed_documents(self, texts: list[str]) -> np.ndarray:

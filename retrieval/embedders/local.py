@@ -84,6 +84,7 @@ class MiniLMOnnxEmbedder(Embedder):
         # no operator, so a core taken by other work for a moment holds up one batch, not every thread
         # of each operator (docs/BENCHMARKS.md, "Streams").
         self._streams = max(1, min(streams or self._threads, self._threads))
+        self.embeds_in_background = self._streams > 1
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._session = None
@@ -137,10 +138,11 @@ class MiniLMOnnxEmbedder(Embedder):
         return vectors
 
     def embed_parts(self, parts: list[list[str]]) -> Iterator[np.ndarray]:
-        """With several streams, every part's batches are queued at once, so a stream never waits for
-        another to finish a part: two streams held in step part by part embedded a crawl's first jobs at
-        0.84 of the one-stream rate (docs/BENCHMARKS.md). With one, part by part through embed_documents,
-        as the base class does."""
+        """With several streams, every part's batches are queued at once, when this is called, so a stream
+        never waits for another to finish a part (two streams held in step part by part embedded a crawl's
+        first jobs at 0.84 of the one-stream rate, docs/BENCHMARKS.md), and the caller can do other work
+        (an index job segments its sentences) while they run. With one, part by part through
+        embed_documents, as the base class does."""
         if self._streams == 1:
             return super().embed_parts(parts)
         return self._embed_planned(parts)
@@ -150,20 +152,18 @@ class MiniLMOnnxEmbedder(Embedder):
         question, a short page) runs on every thread, as every batch does with one stream."""
         planned = [self._batches(texts) for texts in parts]
         if self._streams == 1 or sum(len(batches) for batches in planned) <= 1:
-            for texts, batches in zip(parts, planned, strict=True):
-                yield self._assemble(len(texts), [(ids, self._forward(rows)) for ids, rows in batches])
-            return
+            return (
+                self._assemble(len(texts), [(ids, self._forward(rows)) for ids, rows in batches])
+                for texts, batches in zip(parts, planned, strict=True)
+            )
         pool = self._streamed()
-        queued: list[list[tuple[list[int], Future]]] = [
-            [(ids, pool.submit(self._forward_streamed, rows)) for ids, rows in batches] for batches in planned
-        ]
-        try:
-            for texts, futures in zip(parts, queued, strict=True):
-                yield self._assemble(len(texts), [(ids, future.result()) for ids, future in futures])
-        finally:  # the caller stopped early (a failure): what is still queued is not run
-            for futures in queued:
-                for _, future in futures:
-                    future.cancel()
+        return _Queued(
+            self,
+            [
+                (len(texts), [(ids, pool.submit(self._forward_streamed, rows)) for ids, rows in batches])
+                for texts, batches in zip(parts, planned, strict=True)
+            ],
+        )
 
     def _streamed(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -221,3 +221,30 @@ class MiniLMOnnxEmbedder(Embedder):
         mask = attention[:, :, None].astype(np.float32)
         pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         return normalize(pooled)
+
+
+class _Queued(Iterator[np.ndarray]):
+    """Parts' vectors, in order, from batches already queued on the streams. `close()` (a caller that
+    stops early: a failure) cancels what has not started, whether or not a part was taken yet."""
+
+    def __init__(self, embedder: MiniLMOnnxEmbedder, parts: list[tuple[int, list[tuple[list[int], Future]]]]):
+        self._embedder = embedder
+        self._parts = parts
+        self._next = 0
+
+    def __next__(self) -> np.ndarray:
+        if self._next == len(self._parts):
+            raise StopIteration
+        count, futures = self._parts[self._next]
+        self._next += 1
+        try:
+            return self._embedder._assemble(count, [(ids, future.result()) for ids, future in futures])
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for _, futures in self._parts[self._next :]:
+            for _, future in futures:
+                future.cancel()
+        self._next = len(self._parts)

@@ -177,7 +177,7 @@ def _where_time_goes(logs: list[Path], started_at: float, finished_at: float) ->
                         stages[key] = stages.get(key, 0.0) + values.get(key, 0.0)
                 else:
                     counts["index_jobs"] += 1
-                    for key in ("chunk_s", "embed_s", "store_s"):
+                    for key in ("chunk_s", "segment_s", "embed_s", "store_s"):
                         stages[key] = stages.get(key, 0.0) + values[key]
                     if when is not None:
                         end = when - values["store_s"]
@@ -191,6 +191,8 @@ def _where_time_goes(logs: list[Path], started_at: float, finished_at: float) ->
             "extract": round(stages.get("extract_s", 0.0), 2),
             "browser": round(stages.get("browser_s", 0.0), 2),
             "chunk": round(stages.get("chunk_s", 0.0), 2),
+            # cutting sentences while the embedder starts on the chunks: inside "embed"
+            "segment": round(stages.get("segment_s", 0.0), 2),
             "embed": round(stages.get("embed_s", 0.0), 2),
             "store": round(stages.get("store_s", 0.0), 2),
         },

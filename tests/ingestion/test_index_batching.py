@@ -4,11 +4,14 @@ own jobs then find nothing to do. Run in this process against the real database 
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from django.utils import timezone
 
-from ingestion import tasks
+from ingestion import sentence_inputs, tasks
+from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embed_texts
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
@@ -185,3 +188,46 @@ def test_what_a_jobs_budget_leaves_waiting_gets_the_next_job(
     assert counting_embedder == [1, 1, 1]
     with workspace_scope(workspace.id):
         assert set(Document.objects.values_list("status", flat=True)) == {Status.DONE}
+
+
+class StartedMiniLM(MiniLMOnnxEmbedder):
+    """The built-in embedder on two streams, saying when its first batch starts."""
+
+    started = threading.Event()
+
+    def __init__(self, **options):  # type: ignore[no-untyped-def]
+        super().__init__(**{**options, "threads": 2, "streams": 2})
+
+    def _forward(self, rows, streamed=False):  # type: ignore[no-untyped-def]
+        StartedMiniLM.started.set()
+        return super()._forward(rows, streamed)
+
+
+def test_the_embedder_starts_on_the_chunks_while_their_sentences_are_cut(
+    workspace, agent, settings, monkeypatch
+):
+    settings.SENTENCE_VECTORS = True
+    settings.EMBEDDERS = {
+        "default": {
+            **settings.EMBEDDERS["default"],
+            "BACKEND": "tests.ingestion.test_index_batching.StartedMiniLM",
+        }
+    }
+    StartedMiniLM.started = threading.Event()
+    seen_when_cutting: list[bool] = []
+    with_sentences = sentence_inputs.with_sentences
+
+    def cut(*args, **kwargs):  # type: ignore[no-untyped-def]
+        # The first page's cutting waits a moment for the embedder: it starts at once when the chunks
+        # were queued before (and never, were they queued after the sentences).
+        seen_when_cutting.append(StartedMiniLM.started.wait(timeout=0 if seen_when_cutting else 5))
+        return with_sentences(*args, **kwargs)
+
+    monkeypatch.setattr(sentence_inputs, "with_sentences", cut)
+    pages = _crawled_pages(workspace, agent, 40)  # 50 chunks: two batches
+    tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)
+    assert seen_when_cutting and all(seen_when_cutting)
+    with workspace_scope(workspace.id):
+        assert set(Document.objects.values_list("status", flat=True)) == {Status.DONE}
+        chunks = list(Chunk.objects.all())
+    assert len(chunks) == 50 and all(c.sentence_vectors for c in chunks)

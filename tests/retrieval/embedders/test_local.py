@@ -1,5 +1,7 @@
 """The built-in embedder: a real model, loaded from installed packages, with no network."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from retrieval.embedders.local import (
     MiniLMOnnxEmbedder,
     padded_batches,
 )
+from retrieval.vectors import embed_parts
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +142,6 @@ class _Slow(MiniLMOnnxEmbedder):
         self.ran: list[int] = []  # appended to by both streams (a list's append is atomic)
 
     def _forward(self, rows, streamed=False):  # type: ignore[no-untyped-def]
-        import time
-
         time.sleep(0.05)
         self.ran.append(len(rows))
         return super()._forward(rows, streamed)
@@ -156,6 +157,22 @@ def test_a_caller_that_stops_early_leaves_the_queued_batches_unrun():
     # 20 batches were queued (a part of 32 alike rows is one batch); the first and those running beside
     # it ran, the rest were cancelled
     assert 1 <= len(streamed.ran) <= 4
+
+
+def test_batches_are_queued_when_the_parts_are_asked_for_and_cancelled_on_close():
+    # An index job queues its chunks and cuts their sentences meanwhile (ingestion.indexing); a job that
+    # fails before it reads any part leaves nothing behind it.
+    streamed = _Slow(threads=2, streams=2)
+    parts = [[f"part {n} text {k}" for k in range(32)] for n in range(20)]
+    made = embed_parts(parts, streamed)
+    deadline = time.monotonic() + 10
+    while not streamed.ran and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert streamed.ran  # running before the first part was read
+    made.close()
+    streamed._streamed().shutdown(wait=True)
+    assert 1 <= len(streamed.ran) <= 4
+    assert list(made) == []
 
 
 def _embed_in_child(embedder, texts, out):  # type: ignore[no-untyped-def]
