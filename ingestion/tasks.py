@@ -8,6 +8,7 @@ source's ingestion means is its kind's (ingestion/kinds/); new work is queued by
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -35,10 +36,14 @@ def warm_embedder(**_kwargs: object) -> None:
     from retrieval.embedders.base import EmbeddingError
     from retrieval.vectors import embed_texts
 
+    started = time.perf_counter()
     try:
         embed_texts(["warm-up"])
     except (EmbeddingError, OSError):  # a worker that cannot embed yet still crawls; its index jobs say why
         log.exception("could not load the embedder at worker start")
+        return
+    # The ingestion benchmark starts its clock once every worker process has said this.
+    log.info("embedder warm after %.2f s", time.perf_counter() - started)
 
 
 @shared_task(acks_late=True)

@@ -132,6 +132,15 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[tupl
         while len(app.control.ping(timeout=0.5)) < 2:
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                 raise RuntimeError(f"bench workers did not start; see {logs}")
+        # A worker answers pings before its pool processes have loaded the embedder (tasks.warm_embedder):
+        # the crawl starts once they have, as the raw embedder's timing starts with its model loaded, and
+        # as a deployment's long-running workers are.
+        while settings.INGESTION_LANES and sum(
+            path.read_text(errors="replace").count("embedder warm") for path in logs
+        ) < (CRAWL_CONCURRENCY + INDEX_CONCURRENCY):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+                raise RuntimeError(f"bench workers did not load the embedder; see {logs}")
+            time.sleep(0.1)
         yield logs, [process.pid for process in processes]
     finally:
         for process in processes:

@@ -101,3 +101,36 @@ def test_a_big_file_is_bulk_so_it_never_holds_a_crawl_process(broker, workspace,
         "interactive": ["ingestion.tasks.index_upload"],
         f"index:{lanes.BULK_PRIORITY}": ["ingestion.tasks.index_upload"],
     }
+
+
+def test_a_worker_process_says_when_its_embedder_is_loaded_and_not_when_it_failed(caplog, settings):
+    # Every process takes interactive jobs, so each loads the embedder at start; the pipeline benchmark
+    # starts its clock on this line (tests/bench/test_pipeline_bench.py).
+    from ingestion.tasks import warm_embedder
+
+    settings.INGESTION_LANES = True
+    with caplog.at_level("INFO", logger="ingestion.tasks"):
+        warm_embedder()
+    assert any(r.getMessage().startswith("embedder warm after") for r in caplog.records)
+
+    caplog.clear()
+    settings.EMBEDDERS = {
+        "default": {**settings.EMBEDDERS["default"], "BACKEND": "tests.ingestion.test_lanes.BrokenEmbedder"}
+    }
+    with caplog.at_level("INFO", logger="ingestion.tasks"):
+        warm_embedder()
+    messages = [r.getMessage() for r in caplog.records]
+    assert "could not load the embedder at worker start" in messages
+    assert not any(m.startswith("embedder warm") for m in messages)
+
+
+class BrokenEmbedder:
+    model_name, dimensions, batch_size = "broken", 384, 0
+
+    def __init__(self, **_options: object) -> None:
+        pass
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        from retrieval.embedders.base import EmbeddingError
+
+        raise EmbeddingError("The embedder is not reachable.")
