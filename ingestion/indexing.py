@@ -216,9 +216,11 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
             try:
                 # An embedder that works in the background (the built-in one's streams) is given the chunks'
                 # own inputs first, and embeds them while this thread cuts their sentences (pysbd, ~20 ms a
-                # page), which it used to wait for. Others get every text in one order by size: a
-                # provider, one request fewer for a small page.
-                parts = list(waiting.parts()) if embedder.embeds_in_background else []
+                # page), which it used to wait for. Others, and chunks that fill one part (a lone part runs
+                # when it is read, so nothing would overlap), go in one order by size with the sentences:
+                # a provider gets one request fewer for a small page.
+                early = embedder.embeds_in_background and waiting.uncut() > waiting.part_size
+                parts = list(waiting.parts()) if early else []
                 made.append(embed_parts([[text for _, text in part] for part in parts], embedder))
                 segmenting = time.perf_counter()
                 waiting.add_sentences()
@@ -308,6 +310,20 @@ class _Waiting:
             if not missing:
                 yield self._group[d], np.stack(self._vectors[d])
 
+    @property
+    def part_size(self) -> int:
+        """Texts a part: one request of a provider, one batch of a built-in embedder."""
+        size = max(1, settings.EMBED_BATCH_SIZE)
+        return min(size, self._embedder.batch_size) if self._embedder.batch_size else size
+
+    def uncut(self) -> int:
+        """How many texts `parts()` would cut now."""
+        return sum(
+            self._vectors[d][c] is None
+            for d, (_, _, inputs, _) in enumerate(self._group)
+            for c in range(self._queued[d], len(inputs))
+        )
+
     def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
         """The texts not cut into parts yet whose vectors are not known."""
         texts = [
@@ -321,9 +337,7 @@ class _Waiting:
         # A stable sort: texts of one size stay in document order.
         order = sorted(range(len(texts)), key=sizes.__getitem__)
         # Small parts keep the job's tail short: what the last part makes whole is stored after it.
-        size = max(1, settings.EMBED_BATCH_SIZE)
-        if self._embedder.batch_size:
-            size = min(size, self._embedder.batch_size)
+        size = self.part_size
         for start in range(0, len(order), size):
             yield [texts[n] for n in order[start : start + size]]
 
