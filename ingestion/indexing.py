@@ -221,7 +221,8 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
                 # a provider gets one request fewer for a small page.
                 early = embedder.embeds_in_background and waiting.uncut() > waiting.part_size
                 parts = list(waiting.parts()) if early else []
-                made.append(embed_parts([[text for _, text in part] for part in parts], embedder))
+                if parts:
+                    made.append(embed_parts([[text for _, text in part] for part in parts], embedder))
                 segmenting = time.perf_counter()
                 waiting.add_sentences()
                 segment_s += time.perf_counter() - segmenting
@@ -316,22 +317,22 @@ class _Waiting:
         size = max(1, settings.EMBED_BATCH_SIZE)
         return min(size, self._embedder.batch_size) if self._embedder.batch_size else size
 
-    def uncut(self) -> int:
-        """How many texts `parts()` would cut now."""
-        return sum(
-            self._vectors[d][c] is None
-            for d, (_, _, inputs, _) in enumerate(self._group)
-            for c in range(self._queued[d], len(inputs))
-        )
-
-    def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
-        """The texts not cut into parts yet whose vectors are not known."""
-        texts = [
+    def _uncut(self) -> list[tuple[tuple[int, int], str]]:
+        """The texts not cut into parts yet whose vectors are not known, by (document, row)."""
+        return [
             ((d, c), inputs[c])
             for d, (_, _, inputs, _) in enumerate(self._group)
             for c in range(self._queued[d], len(inputs))
             if self._vectors[d][c] is None
         ]
+
+    def uncut(self) -> int:
+        """How many texts `parts()` would cut now."""
+        return len(self._uncut())
+
+    def parts(self) -> Iterator[list[tuple[tuple[int, int], str]]]:
+        """The uncut texts, in parts."""
+        texts = self._uncut()
         self._queued = [len(inputs) for _, _, inputs, _ in self._group]
         sizes = self._embedder.input_sizes([text for _, text in texts])
         # A stable sort: texts of one size stay in document order.
