@@ -37,7 +37,7 @@ from retrieval.vectors import (
     embedding_input,
     store_chunk_vectors,
 )
-from sources.models import Chunk, Document, Source, Status
+from sources.models import ACTIVE_STATUSES, Chunk, Document, Source, Status
 from sources.tenancy import current_workspace_id, workspace_scope
 
 log = logging.getLogger(__name__)
@@ -467,27 +467,27 @@ def delete_source_chunks(*, source: Source) -> None:
 
 def source_refresh_status(*, source_id: int) -> None:
     """Derive a source's counters and status from its documents (the single source of truth). When nothing
-    is in flight any more, its open sync ends first (ingestion.sync.finish), removing condemned pages."""
+    is in flight any more, its open sync ends first (ingestion.sync.finish), removing condemned pages.
+
+    Every crawled page and index job calls this, so it reads the documents in one aggregate and the source
+    in one row: four statements where it took eight (docs/BENCHMARKS.md)."""
     from ingestion import sync
 
-    active = [Status.PENDING, Status.CRAWLING, Status.INDEXING]
-    if not Document.objects.filter(source_id=source_id, status__in=active).exists():
-        sync.finish(source_id=source_id)
-    counts = Document.objects.filter(source_id=source_id).aggregate(
-        total=Count("id"),
-        done=Count("id", filter=Q(status=Status.DONE)),
-        failed=Count("id", filter=Q(status=Status.FAILED)),
-    )
-    chunks = Chunk.objects.filter(source_id=source_id).count()
+    counts = _document_counts(source_id)
+    if counts["active"] == 0 and sync.finish(source_id=source_id):
+        counts = _document_counts(source_id)  # the sync's end removed the pages the evidence condemned
+    fields = ("kind", "error", "status", "workspace_id", "agent_id")
+    row = Source.objects.filter(id=source_id).values(*fields).first()
+    if row is None:
+        return
+    kind = get_kind(row["kind"])
     update = {
         "pages_total": counts["total"],
         "pages_done": counts["done"],
         "pages_failed": counts["failed"],
-        "chunks_count": chunks,
+        "chunks_count": Chunk.objects.filter(source_id=source_id).count(),
     }
     in_flight = counts["total"] - counts["done"] - counts["failed"]
-    row = Source.objects.filter(id=source_id).values("kind", "error", "status").first()
-    kind = get_kind(row["kind"]) if row else None
     if in_flight == 0:
         if counts["done"] == 0:
             failed = list(
@@ -496,23 +496,27 @@ def source_refresh_status(*, source_id: int) -> None:
                 .values_list("failure_class", "error", "error_detail")[:1000]
             )
             # A listing that failed already said why (row["error"]); pages that failed say it now.
-            listing_error = row["error"] if row and row["status"] == Status.FAILED else ""
-            error, detail = nothing_indexed(failed, listing_error, kind.unit[0] if kind else "page")
+            listing_error = row["error"] if row["status"] == Status.FAILED else ""
+            error, detail = nothing_indexed(failed, listing_error, kind.unit[0])
             update.update(status=Status.FAILED, error=error[:500])
             if failed or not listing_error:
                 update["error_detail"] = detail
         else:
             update.update(status=Status.DONE, indexed_at=timezone.now(), error="", error_detail="")
     else:
-        crawling = Document.objects.filter(
-            source_id=source_id, status__in=[Status.PENDING, Status.CRAWLING]
-        ).exists()
-        fetching = kind is not None and kind.fetches_pages
-        update["status"] = Status.CRAWLING if crawling and fetching else Status.INDEXING
-    kind_name = Source.objects.filter(id=source_id).values_list("kind", flat=True).first()
-    if kind_name is not None:
-        update = get_kind(kind_name).settle(source_id=source_id, update=update)
+        crawling = counts["crawling"] > 0
+        update["status"] = Status.CRAWLING if crawling and kind.fetches_pages else Status.INDEXING
+    update = kind.settle(source_id=source_id, update=update)
     Source.objects.filter(id=source_id).update(**update)
-    source = Source.objects.filter(id=source_id).values("workspace_id", "agent_id").first()
-    if source:
-        semantic_cache.invalidate(workspace_id=source["workspace_id"], agent_id=source["agent_id"])
+    semantic_cache.invalidate(workspace_id=row["workspace_id"], agent_id=row["agent_id"])
+
+
+def _document_counts(source_id: int) -> dict[str, int]:
+    """How many of the source's documents there are, done, failed, in flight and not fetched yet."""
+    return Document.objects.filter(source_id=source_id).aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(status=Status.DONE)),
+        failed=Count("id", filter=Q(status=Status.FAILED)),
+        active=Count("id", filter=Q(status__in=ACTIVE_STATUSES)),
+        crawling=Count("id", filter=Q(status__in=[Status.PENDING, Status.CRAWLING])),
+    )
