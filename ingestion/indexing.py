@@ -487,8 +487,7 @@ def source_refresh_status(*, source_id: int) -> None:
         "pages_failed": counts["failed"],
         "chunks_count": Chunk.objects.filter(source_id=source_id).count(),
     }
-    in_flight = counts["total"] - counts["done"] - counts["failed"]
-    if in_flight == 0:
+    if counts["active"] == 0:
         if counts["done"] == 0:
             failed = list(
                 Document.objects.filter(source_id=source_id, status=Status.FAILED)
@@ -504,8 +503,8 @@ def source_refresh_status(*, source_id: int) -> None:
         else:
             update.update(status=Status.DONE, indexed_at=timezone.now(), error="", error_detail="")
     else:
-        crawling = counts["crawling"] > 0
-        update["status"] = Status.CRAWLING if crawling and kind.fetches_pages else Status.INDEXING
+        fetching = counts["crawling"] > 0 and kind.fetches_pages
+        update["status"] = Status.CRAWLING if fetching else Status.INDEXING
     update = kind.settle(source_id=source_id, update=update)
     Source.objects.filter(id=source_id).update(**update)
     semantic_cache.invalidate(workspace_id=row["workspace_id"], agent_id=row["agent_id"])
