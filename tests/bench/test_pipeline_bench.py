@@ -22,7 +22,8 @@ pipeline's own baseline.
 
 Layout on 2 cores (GROUNDED_BENCH_CRAWL_CONCURRENCY, default 2): one crawl worker with 2 processes (fetching
 waits on the network; extraction is ~10 ms a page), one index worker with 1 process whose ONNX session uses
-every core (intra-op threads = cores, spinning off).
+every core (intra-op threads = cores, spinning off). GROUNDED_BENCH_EMBEDDER_CORES=N gives the embedder the
+first N cores and everything else the others (see EMBEDDER_CORES).
 """
 
 from __future__ import annotations
@@ -66,8 +67,64 @@ CRAWL_NICE = int(os.environ.get("GROUNDED_BENCH_CRAWL_NICE", "0"))
 # as README's scaling section says), and the raw embedder is also timed in that layout.
 INDEX_CONCURRENCY = int(os.environ.get("GROUNDED_BENCH_INDEX_CONCURRENCY", "1"))
 INDEX_THREADS = max(1, (os.cpu_count() or 1) // INDEX_CONCURRENCY) if INDEX_CONCURRENCY > 1 else 0
+# GROUNDED_BENCH_EMBEDDER_CORES=N: the embedder (the index worker, and the raw embedder in this process) runs
+# on the first N cores and everything else (the crawl worker with its Chromium, PostgreSQL, this process's
+# site server) on the others, so the side work takes nothing from the embedder's cores: what the ratio is
+# when the crawl and the database have cores of their own (docs/BENCHMARKS.md, "A core of its own"). Only
+# with the full sites: a source of at most INGESTION_SMALL_SOURCE_PAGES pages (make test's 20) is indexed in
+# the interactive lane, which the crawl worker takes too, so some of its embedding runs on the side cores.
+EMBEDDER_CORES = int(os.environ.get("GROUNDED_BENCH_EMBEDDER_CORES", "0"))
+ALL_CORES = sorted(os.sched_getaffinity(0))
+if EMBEDDER_CORES and not 0 < EMBEDDER_CORES < len(ALL_CORES):
+    raise RuntimeError(f"GROUNDED_BENCH_EMBEDDER_CORES must leave a core of {len(ALL_CORES)} for the rest")
+EMBED_ON = set(ALL_CORES[:EMBEDDER_CORES]) if EMBEDDER_CORES else set(ALL_CORES)
+SIDE_ON = set(ALL_CORES[EMBEDDER_CORES:]) if EMBEDDER_CORES else set(ALL_CORES)
 _TIMING = re.compile(r"(crawl|index) timings (\{.*\})")
 _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]+)s")
+
+
+def _pin_tree(root: int, cores: set[int]) -> None:
+    """Set the CPU affinity of a process and its children alive now (PostgreSQL's backends; new ones inherit
+    the postmaster's)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (
+                int(entry.name) == root
+                or int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == root
+            ):
+                os.sched_setaffinity(int(entry.name), cores)
+        except OSError:
+            continue  # exited meanwhile
+
+
+def _cores(cores: set[int]) -> str:
+    return ",".join(map(str, sorted(cores)))
+
+
+def _pin_threads(cores: set[int]) -> None:
+    """Every thread of this process (the site's server runs in one of its own) on these cores."""
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), cores)
+        except OSError:
+            continue  # ended meanwhile
+
+
+@contextmanager
+def _side_cores() -> Iterator[None]:
+    """This process and the PostgreSQL server on the side cores for the crawl, every core again after."""
+    database = postmaster() if EMBEDDER_CORES else None
+    if EMBEDDER_CORES:
+        _pin_threads(SIDE_ON)
+        if database:
+            _pin_tree(database, SIDE_ON)
+    try:
+        yield
+    finally:
+        if EMBEDDER_CORES:
+            _pin_threads(set(ALL_CORES))
+            if database:
+                _pin_tree(database, set(ALL_CORES))
 
 
 @contextmanager
@@ -104,6 +161,12 @@ def _workers(tag: str, extra_env: dict[str, str] | None = None) -> Iterator[tupl
             subprocess.Popen(
                 [
                     *(["nice", "-n", str(CRAWL_NICE)] if queue == "crawl" and CRAWL_NICE else []),
+                    # taskset: the embedder's threads follow the index worker's cores (usable_cores).
+                    *(
+                        ["taskset", "-c", _cores(EMBED_ON if queue.endswith("index") else SIDE_ON)]
+                        if EMBEDDER_CORES
+                        else []
+                    ),
                     sys.executable,
                     "-m",
                     "celery",
@@ -225,7 +288,7 @@ def _union(intervals: list[tuple[float, float]]) -> float:
 
 
 def _crawl(workspace, agent, sitemap_url: str, tag: str, extra_env: dict[str, str] | None = None) -> dict:
-    with _workers(tag, extra_env) as (logs, pids):
+    with _side_cores(), _workers(tag, extra_env) as (logs, pids):
         database = postmaster()
         pids = [*pids, database] if database else pids
         cpu_before = [cpu_seconds(pid) for pid in pids]
@@ -284,13 +347,18 @@ def _raw_embedder(inputs: list[str], chunks: int) -> dict:
     are on), so chunks/s compares with the crawl's."""
     # The index worker's thread setting (EMBEDDER_THREADS; 0 = the cores), so both sides run the same session.
     options = settings.EMBEDDERS["default"]["OPTIONS"]
-    embedder = MiniLMOnnxEmbedder(
-        threads=options["threads"], spinning=options["spinning"], streams=options["streams"]
-    )
-    embedder.embed_documents(inputs[:8])  # load the model outside the timing, as a worker has
-    started, cpu = time.perf_counter(), time.process_time()
-    embedder.embed_documents(inputs)
-    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    # On this thread, whose cores its threads are counted from (usable_cores) and inherit, as a worker's.
+    os.sched_setaffinity(0, EMBED_ON)
+    try:
+        embedder = MiniLMOnnxEmbedder(
+            threads=options["threads"], spinning=options["spinning"], streams=options["streams"]
+        )
+        embedder.embed_documents(inputs[:8])  # load the model outside the timing, as a worker has
+        started, cpu = time.perf_counter(), time.process_time()
+        embedder.embed_documents(inputs)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        os.sched_setaffinity(0, set(ALL_CORES))
     # CPU seconds beside the wall time: how much of the 2 cores the embedder alone keeps busy.
     return {
         "layout": f"1 process x {options['threads'] or 'cores'} threads, {options['streams']} streams",
@@ -372,6 +440,8 @@ def _report(site: str, runs: dict[str, dict], raw_before: dict | None = None) ->
             if k in ("threads", "spinning", "streams")
         },
         "cores": os.cpu_count(),
+        "embedder_cores": sorted(EMBED_ON),
+        "side_cores": sorted(SIDE_ON),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "raw_embedder": raw,
         "raw_embedder_runs_chunks_per_s": [run["chunks_per_s"] for run in raw_runs],
