@@ -8,20 +8,22 @@ from pathlib import Path
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(root: int) -> float:
-    """CPU seconds of a process and every descendant, alive or reaped (Chromium's processes, once its crawl
-    process has waited for them, count in that process's cutime): what the crawl takes from the embedder."""
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
+def _stats() -> dict[int, list[str]]:
+    """Every process's /proc/<pid>/stat fields after its name."""
+    stats: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # exited meanwhile
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = sum(int(x) for x in fields[11:15]) / _TICKS  # utime stime cutime cstime
+    return stats
+
+
+def process_tree(root: int, stats: dict[int, list[str]] | None = None) -> set[int]:
+    """A process and every descendant alive now."""
+    parents = {pid: int(fields[1]) for pid, fields in (stats or _stats()).items()}
     tree, grown = {root}, True
     while grown:  # a child's pid is not always above its parent's: add children until none is left
         grown = False
@@ -29,7 +31,17 @@ def cpu_seconds(root: int) -> float:
             if parent in tree and pid not in tree:
                 tree.add(pid)
                 grown = True
-    return sum(times.get(pid, 0.0) for pid in tree)
+    return tree
+
+
+def cpu_seconds(root: int) -> float:
+    """CPU seconds of a process and every descendant, alive or reaped (Chromium's processes, once its crawl
+    process has waited for them, count in that process's cutime): what the crawl takes from the embedder."""
+    stats = _stats()
+    # utime stime cutime cstime
+    return sum(
+        sum(int(x) for x in stats[pid][11:15]) / _TICKS for pid in process_tree(root, stats) if pid in stats
+    )
 
 
 def postmaster() -> int | None:

@@ -48,7 +48,7 @@ from ingestion import lifecycle
 from retrieval.embedders.local import MiniLMOnnxEmbedder
 from sources.models import Chunk, Source
 from tests.bench.generated_site import generate
-from tests.bench.proc_cpu import cpu_seconds, postmaster
+from tests.bench.proc_cpu import cpu_seconds, postmaster, process_tree
 from tests.bench.site_inputs import embedding_inputs, site_chunks
 from tests.factories import ROOT
 from tests.ingestion.conftest import flask_page_paths, flask_url
@@ -84,15 +84,11 @@ _TASK = re.compile(r"Task ingestion\.tasks\.(\w+)\[[^\]]+\] succeeded in ([0-9.]
 
 
 def _pin_tree(root: int, cores: set[int]) -> None:
-    """Set the CPU affinity of a process and its children alive now (PostgreSQL's backends; new ones inherit
-    the postmaster's)."""
-    for entry in Path("/proc").iterdir():
+    """Set the CPU affinity of a process and its descendants alive now (PostgreSQL's backends; new ones
+    inherit the postmaster's)."""
+    for pid in process_tree(root):
         try:
-            if entry.name.isdigit() and (
-                int(entry.name) == root
-                or int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == root
-            ):
-                os.sched_setaffinity(int(entry.name), cores)
+            os.sched_setaffinity(pid, cores)
         except OSError:
             continue  # exited meanwhile
 
@@ -113,18 +109,21 @@ def _pin_threads(cores: set[int]) -> None:
 @contextmanager
 def _side_cores() -> Iterator[None]:
     """This process and the PostgreSQL server on the side cores for the crawl, every core again after."""
-    database = postmaster() if EMBEDDER_CORES else None
-    if EMBEDDER_CORES:
-        _pin_threads(SIDE_ON)
+    if not EMBEDDER_CORES:
+        yield
+        return
+    database = postmaster()
+
+    def pin(cores: set[int]) -> None:
+        _pin_threads(cores)
         if database:
-            _pin_tree(database, SIDE_ON)
+            _pin_tree(database, cores)
+
+    pin(SIDE_ON)
     try:
         yield
     finally:
-        if EMBEDDER_CORES:
-            _pin_threads(set(ALL_CORES))
-            if database:
-                _pin_tree(database, set(ALL_CORES))
+        pin(set(ALL_CORES))
 
 
 @contextmanager
