@@ -46,13 +46,23 @@ class DroppedPage(Exception):
         "bot_wall": "The site showed us a bot check instead of the page, so we couldn't read it.",
         "needs_javascript": "This page builds its text with JavaScript; it needs the browser crawler.",
         "search_page": "This is the site's search page: its results need a query; it has nothing to index.",
+        "link_list": "This page is only a list of links (a table of contents or an index), so we skipped it.",
     }
 
-    def __init__(self, reason: str, detail: str = "") -> None:
+    # Reasons for a page deliberately left out (status "skipped", which the admin can override), as opposed
+    # to pages we could not read (status "failed").
+    SKIP_REASONS = frozenset({"too_short", "link_list", "search_page"})
+
+    def __init__(self, reason: str, detail: str = "", *, text_chars: int = 0) -> None:
         self.reason = reason
         self.message = self.MESSAGES[reason]
         self.detail = detail or self.message
+        self.text_chars = text_chars  # the size of the text found, shown beside a skipped page
         super().__init__(f"{reason}: {self.detail}")
+
+    @property
+    def skipped(self) -> bool:
+        return self.reason in self.SKIP_REASONS
 
 
 _NOT_FOUND = re.compile(
@@ -106,8 +116,12 @@ def _unwrap_code_spans(tree: HtmlElement) -> None:
         etree.strip_tags(code, "span")
 
 
-def extract_page(html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS) -> ExtractedPage:
-    """Title, main text and language of an HTML page; raises DroppedPage when it isn't worth keeping."""
+def extract_page(
+    html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS, keep_short: bool = False
+) -> ExtractedPage:
+    """Title, main text and language of an HTML page; raises DroppedPage when it isn't worth keeping.
+    `keep_short` (the admin's "index it anyway") keeps a page that would be skipped for its little prose or
+    for being a list of links; pages with no text, not-found pages and bot walls are never kept."""
     tree = load_html(html)
     if tree is None:
         raise DroppedPage("empty", f"{url}: not parseable as HTML")
@@ -147,10 +161,11 @@ def extract_page(html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS
         raise DroppedPage("not_found", f"{url}: title {page_title!r}")
     if not text:
         raise DroppedPage("empty", f"{url}: no main text found")
-    if prose < MIN_PROSE_CHARS and len(text) < KEEP_WITHOUT_PROSE_CHARS:
+    if prose < MIN_PROSE_CHARS and len(text) < KEEP_WITHOUT_PROSE_CHARS and not keep_short:
         raise DroppedPage(
             "too_short",
             f"{url}: {len(text)} characters, {prose} of them prose (fewer than {MIN_PROSE_CHARS})",
+            text_chars=len(text),
         )
     return ExtractedPage(title=title or url, text=text, language=language)
 
