@@ -1,9 +1,11 @@
 """Measuring the built-in answerer on questions whose answer is a known fact on a known page.
 
 A question set is our own annotation (JSON lines: id, question, page, fact) over a site's HTML pages,
-which stay where they are (../shared/data); only page paths are referenced. The pages are extracted and
+which stay where they are (../shared/data); only page paths are referenced (the named sets: sets.py). Each
+fact must be in its page's visible text, or the set is refused as mis-annotated. The pages are extracted and
 indexed into a throwaway workspace keyed by the site's files and the indexing settings, so a rerun
-reuses the index. Each question is then asked through the real chat turn (`run_turn`, no model), once
+reuses the index; a fact our extraction lost is reported, and its question is asked like any other (a miss
+for a real loss to fix). Each question is asked through the real chat turn (`run_turn`, no model), once
 per answerer, and judged on:
   answer    the answer contains the fact (case- and whitespace-insensitive),
   citation  a cited source is the page that holds the fact,
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from lxml import html as lxml_html
 
 from agents.answer import ExtractiveAnswer
 from agents.models import Agent, Conversation, Message
@@ -57,16 +60,34 @@ def contains_fact(answer: str, fact: str) -> bool:
     return normalise(fact) in normalise(answer)
 
 
-def site_pages(site: Path) -> list[Path]:
+def site_pages(site: Path, pattern: str = "*.html") -> list[Path]:
     """The site's HTML pages, without Sphinx's build folders (_static, _sources, _images)."""
     return sorted(
-        p for p in site.rglob("*.html") if not any(part.startswith("_") for part in p.relative_to(site).parts)
+        p for p in site.rglob(pattern) if not any(part.startswith("_") for part in p.relative_to(site).parts)
     )
 
 
-def index_site(site: Path, log: Callable[[str], None]) -> Workspace:
+# Elements that end a line when a browser shows the page, so their texts do not run together.
+_BLOCKS = frozenset(
+    "address article aside blockquote br dd div dl dt figcaption footer h1 h2 h3 h4 h5 h6 header "
+    "hr li main nav ol p pre section table td th tr ul".split()
+)
+
+
+def page_text(path: Path) -> str:
+    """All the visible text of an HTML page as written, before our extraction chooses its main text."""
+    tree = lxml_html.fromstring(path.read_bytes())
+    for hidden in tree.xpath("//script | //style | //noscript | //template"):
+        hidden.drop_tree()
+    for element in tree.iter():
+        if element.tag in _BLOCKS:
+            element.tail = "\n" + (element.tail or "")
+    return tree.text_content()
+
+
+def index_site(site: Path, log: Callable[[str], None], pattern: str = "*.html") -> Workspace:
     """Extract and index every page of `site` into a workspace of its own; reused when already done."""
-    pages = site_pages(site)
+    pages = site_pages(site, pattern)
     key = evaluation.fingerprint(
         [evaluation.file_fingerprint(p) for p in pages],
         settings.CHUNK_TARGET_CHARS,
@@ -188,14 +209,33 @@ def summarise(outcomes: list[Outcome]) -> dict[str, float | int]:
     }
 
 
-def annotation_problems(workspace: Workspace, questions: list[Question]) -> list[str]:
-    """Questions whose page is not indexed or does not hold the fact: an annotation error, not a miss."""
-    with workspace_scope(workspace.id):
-        texts = dict(Document.objects.values_list("url", "text"))
+def annotation_problems(site: Path, questions: list[Question], pattern: str = "*.html") -> list[str]:
+    """Questions whose page is not one of the site's pages, or whose fact is not in the page's visible text:
+    an annotation error, which no answerer can be measured on."""
+    pages = {p.relative_to(site).as_posix(): p for p in site_pages(site, pattern)}
+    texts: dict[str, str] = {}
     problems = []
     for q in questions:
+        if q.page not in pages:
+            problems.append(f"{q.id}: page {q.page} is not a page of {site}")
+            continue
         if q.page not in texts:
-            problems.append(f"{q.id}: page {q.page} is not in the index")
-        elif not contains_fact(texts[q.page], q.fact):
+            texts[q.page] = page_text(pages[q.page])
+        if not contains_fact(texts[q.page], q.fact):
             problems.append(f"{q.id}: page {q.page} does not contain {q.fact!r}")
     return problems
+
+
+def extraction_losses(workspace: Workspace, questions: list[Question]) -> dict[str, str]:
+    """Question id -> what our extraction lost of a correctly annotated question: its page dropped, or its
+    fact left out of the page's indexed text. Such a question stays in the set and is asked like any other:
+    a miss, unless another page happens to state the same fact."""
+    with workspace_scope(workspace.id):
+        texts = dict(Document.objects.values_list("url", "text"))
+    losses = {}
+    for q in questions:
+        if q.page not in texts:
+            losses[q.id] = f"page {q.page} was dropped by extraction"
+        elif not contains_fact(texts[q.page], q.fact):
+            losses[q.id] = f"fact not in the indexed text of its page ({q.page}: {q.fact!r})"
+    return losses

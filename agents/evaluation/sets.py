@@ -1,0 +1,45 @@
+"""The question sets `evaluate_answers` knows by name: each is a file of ours beside this module, over one
+site of the shared data (../shared/data/sites), which stays where it is.
+
+A set over a site nobody has tuned on yet is committed before any tuning on that site (issue #52), so the
+history shows that the questions were written blind; add new sets here the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SHARED_DATA = Path(os.environ.get("GROUNDED_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    name: str
+    questions_file: str  # beside this module
+    site_folder: str  # under the shared data's sites/
+    page_pattern: str = "*.html"  # which of the site's files are its pages
+
+    @property
+    def questions(self) -> Path:
+        return HERE / self.questions_file
+
+    @property
+    def site(self) -> Path:
+        return SHARED_DATA / "sites" / self.site_folder
+
+
+SETS: dict[str, QuestionSet] = {
+    s.name: s
+    for s in (
+        QuestionSet("flask", "flask_qa.jsonl", "flask-docs"),
+        QuestionSet("flask-holdout", "flask_qa_holdout.jsonl", "flask-docs"),
+        QuestionSet("requests", "requests_qa.jsonl", "requests-docs"),
+        QuestionSet("mkdocs", "mkdocs_qa.jsonl", "mkdocs-docs"),
+        # Debian names the guide's pages page.<lang>.html; the questions are on the English ones.
+        QuestionSet("maint-guide", "maint_guide_qa.jsonl", "maint-guide", page_pattern="*.en.html"),
+    )
+}
