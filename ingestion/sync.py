@@ -40,6 +40,9 @@ HELD_BACK = "held_back"
 REMOVAL_REASONS = {
     "removed_gone": "the page answered 404 or 410 in two syncs in a row",
     "removed_unlisted": "two complete sitemap listings in a row left the page out",
+    # A connected source's (integrations/sync.py): the provider's own answer is the evidence.
+    "removed_unpicked": "no longer among what the source picked (deleted, moved out or unshared)",
+    "removed_deleted": "the provider said it was deleted, trashed or is no longer shared",
 }
 
 

@@ -8,6 +8,11 @@ re-embedded), changed ones fetched and indexed on the index queue (their chunks 
 transaction by ingestion.indexing), and objects no longer listed removed with their chunks. A listing
 raises on a 5xx or a time-out, so those never remove anything.
 
+A removal, on the provider's evidence (left out of a complete listing, or a 404/403 or trashed file when
+fetched), takes the document's chunks at once, so answers stop citing it; its row stays, marked with the
+reason (ingestion.sync.REMOVAL_REASONS), until the sync ends, which deletes it and counts it in the sync's
+outcome, as a website's sync does.
+
 Each step's fate, like a web page's (ingestion/pages.py): done, retried (transient, with backoff),
 requeued (rate-limited: no attempt spent), failed (with the reason), or the connection needs a reconnect.
 """
@@ -38,7 +43,7 @@ from integrations.errors import (
 from integrations.models import Connection
 from retrieval.cache import searches_changed
 from retrieval.vectors import delete_chunk_vectors
-from sources.models import Chunk, Document, Source, Status
+from sources.models import ACTIVE_STATUSES, Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -118,11 +123,13 @@ def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outco
             )
         if not items:
             _apply_listing(source, [], known)
-            return _source_failed(
+            _source_failed(
                 source,
                 "Nothing picked for this source is shared with Grounded anymore (deleted or unshared).",
                 "the listing is empty",
             )
+            refresh_status(source_id=source.id)  # nothing is in flight: the sync ends, counting removals
+            return Outcome()
         to_fetch, admitted = _apply_listing(source, items, known)
         if to_fetch is None:
             return _source_failed(source, admitted.notice, f"plan quota: {admitted.stopped}")
@@ -167,8 +174,7 @@ def _apply_listing(
             Document.objects.filter(id=document.id).update(status=Status.PENDING, error="", error_detail="")
             to_fetch.append(document.id)
         kept = set(objects.values())
-        for document_id in documents.keys() - kept:
-            document_remove(document=documents[document_id])
+        condemn(source=source, document_ids=list(documents.keys() - kept), reason="removed_unpicked")
         Source.objects.filter(id=source.id).update(
             state={
                 **source.state,
@@ -190,6 +196,22 @@ def document_remove(*, document: Document) -> None:
         ]
         delete_chunk_vectors(workspace_id=document.workspace_id, chunk_ids=chunk_ids)
         Document.objects.filter(id=document.id).delete()
+
+
+def condemn(*, source: Source, document_ids: list[int], reason: str) -> None:
+    """Gone upstream, on evidence: the documents' chunks go now, through the store first; the rows stay,
+    settled and marked with `reason`, until the sync ends (ingestion.sync.finish deletes and counts them)."""
+    if not document_ids:
+        return
+    with transaction.atomic():
+        chunks = Chunk.objects.filter(document_id__in=document_ids)
+        chunk_ids = [str(i) for i in chunks.values_list("id", flat=True)]
+        delete_chunk_vectors(workspace_id=source.workspace_id, chunk_ids=chunk_ids)
+        chunks.delete()
+        condemned = Document.objects.filter(id__in=document_ids)
+        # Left in flight by an interrupted sync, a row would keep this sync from ever ending.
+        condemned.filter(status__in=ACTIVE_STATUSES).update(status=Status.DONE)
+        condemned.update(sync_outcome=reason, error="", error_detail="")
 
 
 def _source_waits(source: Source, message: str, detail: str) -> None:
@@ -236,7 +258,10 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
         try:
             fetched = get_kind(source.kind).fetch(source=source, connection=connection, object_id=object_id)
         except ObjectGone:
-            document_remove(document=document)
+            if document.content_hash:
+                condemn(source=source, document_ids=[document.id], reason="removed_deleted")
+            else:
+                document_remove(document=document)  # never had text: there is no removal to count
             return Outcome()
         except ReconnectNeeded as exc:
             mark_needs_reconnect(connection=connection, message=exc.message, detail=exc.detail)

@@ -100,6 +100,19 @@ class FakeGoogle:
         found = self.files[doc_id]
         found.update(modifiedTime=self._stamp(), version=str(int(found["version"]) + 1))
 
+    def move(self, file_id: str, folder: str) -> None:
+        """files.update with addParents/removeParents: a new parent, a new version, the same modifiedTime."""
+        found = self.files[file_id]
+        found.update(parents=[folder], version=str(int(found["version"]) + 1))
+
+    def trash(self, file_id: str) -> None:
+        found = self.files[file_id]
+        found.update(trashed=True, version=str(int(found["version"]) + 1))
+
+    def restore(self, file_id: str) -> None:
+        found = self.files[file_id]
+        found.update(trashed=False, version=str(int(found["version"]) + 1))
+
     def issue_tokens(self) -> tuple[str, str]:
         access, refresh = "ya29." + secrets.token_urlsafe(16), "1//" + secrets.token_urlsafe(16)
         self.access_tokens.add(access)
