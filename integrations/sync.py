@@ -23,6 +23,7 @@ import hashlib
 import logging
 import traceback
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -51,12 +52,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Item:
-    """One object a source holds now, as its listing sees it."""
+    """One object a source holds now, as its listing sees it. The same `version` as the stored copy's means
+    "unchanged, don't fetch" only for a copy fetched from `trusted_from` on: a version with a coarse clock
+    (Notion's last_edited_time, rounded down to the minute) is shared by every edit made in its minute, so
+    a copy fetched during that minute may miss the last of them. None: the version tells every edit apart
+    (Drive's `version` counter)."""
 
     object_id: str
     title: str
     url: str
     version: str
+    trusted_from: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,7 @@ def _apply_listing(
             unchanged = (
                 document.last_modified == item.version
                 and document.status == Status.DONE
+                and _fetched_after(document, item.trusted_from)
                 and document.chunks.exists()
             )
             if unchanged:
@@ -186,6 +193,12 @@ def _apply_listing(
             notice=admitted.notice[:500],
         )
     return to_fetch, admitted
+
+
+def _fetched_after(document: Document, moment: datetime | None) -> bool:
+    """Whether the stored copy is younger than any edit its version could hide (Item.trusted_from): if not,
+    it is fetched again, and an unchanged text (same hash) is not embedded again."""
+    return moment is None or (document.fetched_at is not None and document.fetched_at >= moment)
 
 
 def document_remove(*, document: Document) -> None:
@@ -255,6 +268,9 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
         if connection is None or not connection.active:
             note = reconnect_message(connection) if connection else "Connect the account again."
             return _document_failed(document, note, "connection inactive")
+        # When the copy was read, for Item.trusted_from: from the start, as an edit made while the fetch
+        # runs may be missed by it.
+        fetch_started = timezone.now()
         try:
             fetched = get_kind(source.kind).fetch(source=source, connection=connection, object_id=object_id)
         except ObjectGone:
@@ -286,7 +302,7 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
             "title": (fetched.title or fetched.url)[:500],
             "url": fetched.url[:2000],
             "last_modified": fetched.version[:100],
-            "fetched_at": timezone.now(),
+            "fetched_at": fetch_started,
             "error": "",
             "error_detail": "",
         }

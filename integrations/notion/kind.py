@@ -3,10 +3,13 @@
 A picked page is a document; with "include child pages", so is every page below it. A picked database
 is one document per row (its properties as `name: value` lines before the row's body). Documents keep
 the page's title and notion.so address, so citations link to Notion. Re-sync is incremental by
-`last_edited_time`; a page that is archived, deleted or no longer shared (404/403) leaves with its chunks.
+`last_edited_time` (minute precision: see EDIT_TIME_PRECISION); a page that is archived, deleted or no
+longer shared (404/403) leaves with its chunks.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 from pydantic import Field
 
@@ -29,12 +32,32 @@ class NotionConfig(ConnectedConfig):
     include_children: bool = True
 
 
+# Notion rounds last_edited_time down to the minute, so every edit made in the minute of a copy's
+# last_edited_time shares it: the same timestamp proves "unchanged" only for a copy fetched after that
+# minute ended. A copy fetched within it (or within the clock skew between Notion and us) is "maybe
+# changed": it is fetched again, and its content hash decides whether anything is embedded again.
+EDIT_TIME_PRECISION = timedelta(minutes=1)
+CLOCK_SKEW = timedelta(seconds=30)
+
+
+def _trusted_from(last_edited_time: str) -> datetime | None:
+    try:
+        edited = datetime.fromisoformat(last_edited_time)
+    except ValueError:
+        return None
+    if edited.tzinfo is None:
+        edited = edited.replace(tzinfo=UTC)
+    return edited + EDIT_TIME_PRECISION + CLOCK_SKEW
+
+
 def _item(page: dict) -> Item:
+    edited = page.get("last_edited_time", "")
     return Item(
         object_id=page["id"],
         title=page_title(page) or "Untitled",
         url=page.get("url", ""),
-        version=page.get("last_edited_time", ""),
+        version=edited,
+        trusted_from=_trusted_from(edited),
     )
 
 

@@ -11,6 +11,7 @@ import secrets
 import threading
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from tests.fakes.provider_http import Answer, Request
@@ -62,6 +63,11 @@ def _stamp(n: int) -> str:
     return f"2026-02-{1 + n // 1440:02d}T{(n // 60) % 24:02d}:{n % 60:02d}:00.000Z"
 
 
+def minute_of(moment: datetime) -> str:
+    """A time as Notion shows last_edited_time: rounded down to the minute."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:00.000Z")
+
+
 @dataclass
 class FakeNotion:
     base_url: str = ""
@@ -77,7 +83,10 @@ class FakeNotion:
     rate_limit_next: int = 0
     retry_after: str = "1"
     requests: list[tuple[str, str]] = field(default_factory=list)
+    # last_edited_time comes from a clock of whole minutes long past, one minute on per edit (edits that
+    # settled long before any sync), unless `this_minute()` pins every stamp to the current minute.
     clock: int = 0
+    pinned_minute: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -90,12 +99,18 @@ class FakeNotion:
         self.revoked.clear()
         self.requests.clear()
         self.fail_next = self.rate_limit_next = 0
+        self.pinned_minute = None
 
     # --- building a workspace ------------------------------------------------------------------------
 
     def _tick(self) -> str:
         self.clock += 1
-        return _stamp(self.clock)
+        return self.pinned_minute or _stamp(self.clock)
+
+    def this_minute(self) -> str:
+        """From now on, edits are made in the current minute (real time), as Notion stamps them."""
+        self.pinned_minute = minute_of(datetime.now(UTC))
+        return self.pinned_minute
 
     def _keep_children(self, parent_id: str, blocks: list[dict]) -> None:
         kept = []

@@ -96,3 +96,59 @@ def test_a_source_whose_picks_are_all_gone_counts_every_removal(handbook_source,
     assert source.status == Status.FAILED and "shared with Grounded" in source.error
     assert source.last_sync["removed"] == 5, source.last_sync
     assert _titles(source) == set() and source.chunks_count == 0
+
+
+# --- an edit made in the same minute as the last sync ----------------------------------------------------
+
+
+@pytest.fixture
+def holidays(workspace, agent, notion_connection, notion) -> tuple[Source, str, str]:
+    """A page edited and synced within the current minute: its copy shares the minute's timestamp."""
+    minute = notion.this_minute()
+    page = notion.add_page("Holidays", [block("paragraph", "Holidays: 25 days a year.")])
+    source = _create(workspace, agent, notion_connection, [{"id": page}])
+    run_sync(source)
+    assert _source(source).status == Status.DONE
+    return source, page, minute
+
+
+def _chunks(source: Source) -> dict[int, str]:
+    with workspace_scope(source.workspace_id):
+        return dict(Chunk.objects.filter(source_id=source.id).values_list("id", "text"))
+
+
+def test_an_edit_made_in_the_same_minute_as_the_last_sync_is_fetched(holidays, notion):
+    source, page, minute = holidays
+    notion.edit_page(page, [block("paragraph", "Holidays: 30 days a year, from January.")])
+    assert notion.objects[page]["last_edited_time"] == minute  # the synced copy's timestamp
+    _, indexed = resync(source)
+    assert len(indexed) == 1
+    text = " ".join(_chunks(source).values())
+    assert "30 days" in text and "25 days" not in text
+    assert _source(source).last_sync["changed"] == 1
+
+
+def test_a_page_maybe_changed_in_its_minute_is_fetched_again_but_not_embedded_again(holidays, notion):
+    source, page, _minute = holidays
+    chunks = _chunks(source)
+    notion.requests.clear()
+    outcome, indexed = resync(source)
+    assert len(outcome.document_ids) == 1 and indexed == []  # fetched, same hash: nothing embedded
+    assert ("GET", f"/v1/blocks/{page}/children") in notion.requests
+    assert _chunks(source) == chunks
+    assert _source(source).last_sync["unchanged"] == 1
+
+
+def test_a_copy_fetched_after_its_minute_ended_is_trusted(holidays, notion):
+    """Once a copy was read after its timestamp's minute (and the clock skew) ended, any later edit has a
+    later timestamp: the same timestamp means unchanged, and nothing is fetched."""
+    from datetime import UTC, datetime, timedelta
+
+    source, _page, minute = holidays
+    edited = datetime.fromisoformat(minute).astimezone(UTC)
+    with workspace_scope(source.workspace_id):
+        Document.objects.filter(source_id=source.id).update(fetched_at=edited + timedelta(seconds=91))
+    notion.requests.clear()
+    outcome, _ = resync(source)
+    assert outcome.document_ids == ()
+    assert not [r for r in notion.requests if "/children" in r[1]]
