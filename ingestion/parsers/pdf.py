@@ -3,9 +3,12 @@
 Every page's words come from PDFium (pypdfium2), an order of magnitude faster than pdfminer, and go
 through the same reading-order code (`pdf_layout`: columns, running headers, hyphenation). pdfplumber's
 table finder runs only on pages whose drawn lines close a grid (`pdf_text.ruled_cell`), since only there
-can it find a table. Pages without usable text (a scan, text drawn as curves, a font without a Unicode
-map, a full-page image between text pages) are rendered and read by Tesseract. pypdf stays as the
-fallback reader for files PDFium will not open.
+can it find a table. A page drawn turned (a landscape page shown upright through /Rotate) is read in
+the direction its text runs. Pages without usable text (a scan, text drawn as curves, a font without a
+Unicode map, a full-page image between text pages) and pages whose text does not read as words
+(`text_check`) are rendered and read by Tesseract; a page whose text is garbage and that OCR cannot
+read either is refused with the reason, never indexed. pypdf stays as the fallback reader for files
+PDFium will not open, under the same refusal of garbage.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from ingestion.parsers.pdf_layout import (
     words_to_boxes,
 )
 from ingestion.parsers.pdf_ocr import Ocr, scanned_without_ocr
-from ingestion.parsers.pdf_text import IMAGE_PAGE_COVER, PageReading, read_page
+from ingestion.parsers.pdf_text import GARBAGE_SHARE, IMAGE_PAGE_COVER, MIN_GARBLED, PageReading, read_page
 from ingestion.parsers.tables import markdown_table
+from ingestion.parsers.text_check import text_problem
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +110,54 @@ def _inside(box: Box, block: Box) -> bool:
     return block.x0 <= middle_x <= block.x1 and block.top <= middle_y <= block.bottom
 
 
-def _ocr_reason(page: PageLayout, body: list[Box]) -> str | None:
+GARBLED = "garbled text layer"
+# Why a page's text layer was set aside: these pages hold text we cannot trust, so they are refused
+# rather than indexed when OCR cannot read them either. The other reasons (a scan, a figure) mean the
+# page has no text of its own, and OCR finding nothing there is no fault.
+_UNTRUSTED_PREFIXES = (GARBLED, "text layer:")
+
+
+def _ocr_reason(page: PageLayout, body: list[Box], text: str, languages: str) -> str | None:
     """Why the page must be read from its image, or None when its text layer will do."""
     reading = page.reading
-    if reading.text_is_garbage:
-        return "garbled text layer"
+    if reading.glyph_problem:
+        return GARBLED
     if not page.boxes:
         return "no text layer" if reading.drawn else None
     body_chars = sum(len(box.text) for box in body if not box.block)
     if body_chars < MIN_BODY_CHARS and reading.image_cover >= IMAGE_PAGE_COVER:
         return "image-only page"
+    if problem := text_problem(text, languages):
+        return f"text layer: {problem}"
     return None
+
+
+def _untrusted(reason: str) -> bool:
+    return reason.startswith(_UNTRUSTED_PREFIXES)
+
+
+def garbled_refusal(refused: dict[int, str], *, ocr_available: bool, languages: str) -> ParseError:
+    """Every page's text is garbage and OCR could not do better: the file is refused, never indexed."""
+    detail = "; ".join(f"page {index + 1}: {why}" for index, why in sorted(refused.items()))
+    if not any(_untrusted(why) for why in refused.values()):
+        message = (
+            "Scanned PDF: text recognition (OCR) could not read its pages as text. The scan may be too "
+            f"faint or blurred, or in a language not installed for recognition ({languages})."
+        )
+    elif ocr_available:
+        message = (
+            "The PDF's text cannot be read: its text layer is garbled (a font without a Unicode map, or "
+            "text that does not read as words), and text recognition (OCR) could not read the pages "
+            "either. Export the PDF again from the original document, or upload the original."
+        )
+    else:
+        message = (
+            "The PDF's text cannot be read: its text layer is garbled (a font without a Unicode map, or "
+            "text that does not read as words), and text recognition (OCR) is not available on this "
+            "server to read the pages instead. Upload the original document, or ask an administrator "
+            "to install Tesseract."
+        )
+    return ParseError(message, detail, reason="garbled_text", final=True)
 
 
 def _pdfminer_pages(
@@ -208,12 +249,20 @@ class PdfParser(Parser):
         margins = [margin_lines(page.boxes, page.height) for page in pages]
         repeated = repeated_margin_keys([m for m in margins if m])
         bodies = [strip_margins(page.boxes, margins[i], repeated, len(pages)) for i, page in enumerate(pages)]
-        reasons = {i: reason for i, page in enumerate(pages) if (reason := _ocr_reason(page, bodies[i]))}
+        texts = [page_text(bodies[i], page.width, page.rules) for i, page in enumerate(pages)]
+        languages = options.ocr_languages
+        reasons = {
+            i: reason
+            for i, page in enumerate(pages)
+            if (reason := _ocr_reason(page, bodies[i], texts[i], languages))
+        }
+        # Pages whose text is garbage and that OCR could not read either: refused, never indexed.
+        refused: dict[int, str] = {}
         if reasons and not ocr.available():
             if len(reasons) == len(pages) and all(r == "no text layer" for r in reasons.values()):
                 raise scanned_without_ocr(f"{len(reasons)} image-only pages, tesseract not found")
             log.info("%s: %d pages need OCR, skipped: no OCR", filename, len(reasons))
-            # A garbled text layer is still better than nothing; image-only pages have nothing to give.
+            refused = {i: f"{r}; no OCR" for i, r in reasons.items() if _untrusted(r)}
             reasons = {}
         if len(reasons) > options.ocr_max_pages:
             raise ParseError(
@@ -225,16 +274,32 @@ class PdfParser(Parser):
             )
         segments = []
         ocr_order = {index: n for n, index in enumerate(sorted(reasons), start=1)}
-        for index, page in enumerate(pages):
+        for index in range(len(pages)):
             meta: dict = {"page": index + 1}
+            if index in refused:
+                continue
             if index in reasons:
                 report_progress("ocr", ocr_order[index], len(reasons))
-                text = ocr.page_text(path, index).strip()
+                reading = ocr.page_text(path, index)
+                text = reading.text.strip()
                 meta.update(ocr=True, ocr_reason=reasons[index])
+                problem = reading.problem(languages) if text else "no text found"
+                if problem and (text or _untrusted(reasons[index])):
+                    refused[index] = f"{reasons[index]}; OCR: {problem}"
+                    continue
             else:
-                text = page_text(bodies[index], page.width, page.rules)
+                text = texts[index]
             if text.strip():
                 segments.append(Segment(text, title=f"Page {index + 1}", meta=meta))
+        if refused:
+            log.warning(
+                "%s: pages refused as unreadable: %s",
+                filename,
+                "; ".join(f"page {i + 1}: {why}" for i, why in sorted(refused.items())),
+            )
+            if not segments:
+                raise garbled_refusal(refused, ocr_available=ocr.available(), languages=languages)
+            segments[0].meta["refused_pages"] = {i + 1: why for i, why in sorted(refused.items())}
         if not segments and reasons:
             raise ParseError(
                 "Scanned PDF: text recognition found no text on its pages.",
@@ -267,8 +332,22 @@ class PypdfTextParser(Parser):
             raise password_protected(f"pypdf: {exc}") from exc
         except PdfReadError as exc:
             raise corrupt(f"pypdf: {exc}") from exc
-        return [
-            Segment(text.strip(), title=f"Page {i + 1}", meta={"page": i + 1})
-            for i, text in enumerate(texts)
-            if text.strip()
-        ]
+        segments, refused = [], {}
+        for index, text in enumerate(texts):
+            # pypdf returns whatever code points the fonts give, unmapped glyphs included: control
+            # characters and symbols that PDFium would have flagged. Garbage is refused, never indexed.
+            unreadable = sum(1 for c in text if not (c.isprintable() or c.isspace()))
+            visible = sum(1 for c in text if not c.isspace())
+            if unreadable >= MIN_GARBLED and unreadable >= GARBAGE_SHARE * visible:
+                refused[index] = f"{GARBLED}: {unreadable} of {visible} characters unprintable"
+                continue
+            readable = "".join(c if c.isprintable() or c.isspace() else " " for c in text)
+            if not readable.strip():
+                continue
+            if problem := text_problem(readable, options.ocr_languages):
+                refused[index] = f"text layer: {problem}"
+                continue
+            segments.append(Segment(readable.strip(), title=f"Page {index + 1}", meta={"page": index + 1}))
+        if refused and not segments:
+            raise garbled_refusal(refused, ocr_available=False, languages=options.ocr_languages)
+        return segments

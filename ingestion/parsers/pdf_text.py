@@ -5,13 +5,16 @@ pages/s with every character's box, against 15 pages/s for pdfplumber just openi
 page goes through here; only pages with drawn table lines are opened again with pdfplumber, whose
 table finder is worth its cost there. Words are built the way pdfplumber's `extract_words` builds
 them (characters clustered into lines by their top, split at spaces and gaps wider than 1.5 points), so
-the reading-order code in `pdf_layout` sees the same boxes it was tuned on.
+the reading-order code in `pdf_layout` sees the same boxes it was tuned on. A page whose text runs up,
+down or upside down (a landscape page drawn sideways and shown upright through /Rotate) is read in a
+frame turned back by the direction most of its glyphs run, so its lines read like any other page's.
 """
 
 from __future__ import annotations
 
 import math
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +28,10 @@ THIN = 2.0
 # Vertical rules shorter than this are cell borders or underlines, not column separators.
 MIN_RULE_HEIGHT = 30.0
 # A text layer is garbage when at least this share of its visible characters cannot be mapped to Unicode
-# (a font without a ToUnicode map) or are private-use, control or unassigned code points.
+# (a font without a ToUnicode map) or are private-use, control or unassigned code points, and there are
+# a few of them at least: a short page (a title, a label) of such glyphs is garbage too.
 GARBAGE_SHARE = 0.3
+MIN_GARBLED = 3
 # A page whose images cover this much of it and whose text is a few words at most is a scan or a figure.
 IMAGE_PAGE_COVER = 0.3
 
@@ -41,21 +46,34 @@ class PageReading:
     verticals: list[tuple[float, float, float]] = field(default_factory=list)
     drawn: bool = False
     image_cover: float = 0.0
-    garbage_share: float = 0.0
     char_count: int = 0
+    unmapped: int = 0  # glyphs PDFium could not map to Unicode, or mapped to control or unassigned points
+    private_use: int = 0  # glyphs mapped to private-use code points (symbol fonts, broken subsets)
     # Why PDFium's words cannot be used on this page (glyphs it could not read, right-to-left text whose
     # glyph order it reverses), so pdfminer reads it; empty when they can.
     needs_pdfminer: str = ""
+    # Quarter turns the page is read turned back by (its text runs up, down or upside down the page);
+    # pdfplumber's words and tables would be in the unturned page, so it is not asked about such a page.
+    turn: int = 0
 
     @property
     def may_have_ruled_table(self) -> bool:
         """Drawn lines that close at least one cell (two horizontal lines crossing the same two vertical
         ones): only then can pdfplumber's table finder find a table, so only then is it worth its cost."""
-        return ruled_cell(self.horizontals, self.verticals)
+        return self.turn == 0 and ruled_cell(self.horizontals, self.verticals)
 
     @property
-    def text_is_garbage(self) -> bool:
-        return self.char_count >= 20 and self.garbage_share >= GARBAGE_SHARE
+    def garbage_share(self) -> float:
+        return (self.unmapped + self.private_use) / self.char_count if self.char_count else 0.0
+
+    @property
+    def glyph_problem(self) -> str | None:
+        """Why the page's glyphs cannot be trusted as text, or None."""
+        if self.unmapped + self.private_use < MIN_GARBLED or self.garbage_share < GARBAGE_SHARE:
+            return None
+        if self.private_use > self.unmapped:
+            return "private-use characters"
+        return "glyphs without a Unicode map"
 
 
 # Past this many pairs of edges a page is a big grid or a drawing; counting crossings would cost more than
@@ -103,21 +121,84 @@ def _joined(edges: list[tuple[float, float, float]], *, horizontal: bool) -> lis
     return [(start, end, line) if horizontal else (line, start, end) for line, start, end in joined]
 
 
-def _unreadable(char: str) -> bool:
+def _unmapped(char: str) -> bool:
     category = unicodedata.category(char)
-    return category in ("Co", "Cn", "Cs") or (category == "Cc" and char not in "\t\n\r") or char == "\ufffd"
+    return category in ("Cn", "Cs") or (category == "Cc" and char not in "\t\n\r") or char == "\ufffd"
 
 
-def _chars(textpage: Any, height: float, left: float) -> tuple[list[tuple], int, int]:
-    """(x0, top, x1, bottom, text, upright) per visible glyph, and counts of visible and garbled characters.
+QUARTER = math.pi / 2
+# A glyph whose direction is within this of a quarter turn runs along that quarter.
+ANGLE_SLACK = 0.05
+
+
+def _quarter(pdfium_angle: float) -> int | None:
+    """The quarter turn (counterclockwise in PDF space) a glyph runs along, or None for a slanted glyph or
+    none reported. PDFium measures a glyph's angle clockwise, so text running up the page reads 3/2 pi."""
+    if pdfium_angle < 0:
+        return None
+    turns = ((2 * math.pi - pdfium_angle) % (2 * math.pi)) / QUARTER
+    nearest = round(turns)
+    return nearest % 4 if abs(turns - nearest) * QUARTER < ANGLE_SLACK else None
+
+
+def text_turn(quarters: list[int | None], rotation: int) -> int:
+    """The quarter turn most of the page's glyphs run along: the page is read turned back by it, so a
+    landscape page drawn sideways (and shown upright through /Rotate) reads line by line like any other.
+    The page's /Rotate breaks a tie: a page turned a quarter clockwise is drawn a quarter anticlockwise."""
+    counts = Counter(quarter for quarter in quarters if quarter is not None)
+    if not counts:
+        return 0
+    shown = (rotation // 90) % 4
+    return max(counts, key=lambda quarter: (counts[quarter], quarter == shown, quarter == 0))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """PDF space turned back by `turn` quarters, with the origin at the top left, as the page is read:
+    boxes come out as (x0, top, x1, bottom), pdfplumber's convention, which the layout code was tuned on."""
+
+    turn: int
+    left: float
+    top: float
+    width: float
+    height: float
+
+    @classmethod
+    def of(cls, mediabox: tuple[float, float, float, float], turn: int) -> Frame:
+        x0, y0, x1, y1 = _turned(mediabox, turn)
+        return cls(turn, x0, y1, x1 - x0, y1 - y0)
+
+    def box(self, rect: tuple[float, float, float, float], min_height: float = 0.0) -> tuple[float, ...]:
+        x0, y0, x1, y1 = _turned(rect, self.turn)
+        # pdfminer makes a character as tall as its font size; PDFium's loose box (the font's ascent to
+        # descent) can be shorter, which would read the leading between lines as paragraph breaks.
+        y1 = max(y1, y0 + min_height)
+        return (x0 - self.left, self.top - y1, x1 - self.left, self.top - y0)
+
+
+def _turned(rect: tuple[float, float, float, float], turn: int) -> tuple[float, float, float, float]:
+    """A rectangle of PDF space turned clockwise by `turn` quarters."""
+    x0, y0, x1, y1 = rect
+    if turn == 1:
+        x0, y0, x1, y1 = y0, -x1, y1, -x0
+    elif turn == 2:
+        x0, y0, x1, y1 = -x1, -y1, -x0, -y0
+    elif turn == 3:
+        x0, y0, x1, y1 = -y1, x0, -y0, x1
+    return x0, y0, x1, y1
+
+
+def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation: int) -> tuple:
+    """(x0, top, x1, bottom, text, upright) per visible glyph in the page's reading frame, counts of
+    visible, unmapped and private-use characters, and the frame.
 
     Characters PDFium could not map to Unicode are counted and left out. A ligature (one glyph, several
     characters) arrives as characters sharing one box: they stay one glyph, so sorting by position
     cannot scatter them, and an Arabic or Hebrew one is turned back from visual into logical order."""
     import pypdfium2.raw as raw
 
-    chars: list[tuple] = []
-    visible = garbled = 0
+    glyphs: list[tuple] = []
+    visible = unmapped = private_use = 0
     raw_page = textpage.raw
     for index in range(textpage.count_chars()):
         if raw.FPDFText_IsGenerated(raw_page, index):
@@ -126,25 +207,33 @@ def _chars(textpage: Any, height: float, left: float) -> tuple[list[tuple], int,
         char = chr(point) if 0 <= point < 0x110000 else "\ufffd"
         if raw.FPDFText_IsHyphen(raw_page, index) == 1:
             char = "-"  # PDFium reports a hyphen at a line end as a control character
-        x0, y0, x1, y1 = textpage.get_charbox(index, loose=True)
-        # pdfminer makes a character as tall as its font size; PDFium's loose box (the font's ascent to
-        # descent) can be shorter, which would read the leading between lines as paragraph breaks.
-        y1 = max(y1, y0 + raw.FPDFText_GetFontSize(raw_page, index))
-        box = (x0 - left, height - y1, x1 - left, height - y0)
+        rect = textpage.get_charbox(index, loose=True)
         if char.isspace():
-            chars.append((*box, " ", True))
+            glyphs.append((rect, " ", None, 0.0))
             continue
         visible += 1
-        if raw.FPDFText_HasUnicodeMapError(raw_page, index) == 1 or _unreadable(char):
-            garbled += 1
+        if raw.FPDFText_HasUnicodeMapError(raw_page, index) == 1 or _unmapped(char):
+            unmapped += 1
             continue
-        if chars and chars[-1][4] != " " and chars[-1][:4] == box:
+        if unicodedata.category(char) == "Co":
+            private_use += 1
+            continue
+        quarter = _quarter(raw.FPDFText_GetCharAngle(raw_page, index))
+        glyphs.append((rect, char, quarter, raw.FPDFText_GetFontSize(raw_page, index)))
+    frame = Frame.of(mediabox, text_turn([g[2] for g in glyphs if g[1] != " "], rotation))
+    chars: list[tuple] = []
+    for rect, char, quarter, size in glyphs:
+        box = frame.box(rect, size)
+        if char == " ":
+            chars.append((*box, " ", True))
+        elif chars and chars[-1][4] != " " and chars[-1][:4] == box:
             chars[-1] = (*box, chars[-1][4] + char, chars[-1][5])
-            continue
-        angle = raw.FPDFText_GetCharAngle(raw_page, index)
-        upright = angle < 0 or min(angle, 2 * math.pi - angle) < 0.05
-        chars.append((*box, char, upright))
-    return [(*c[:4], _logical(c[4]), c[5]) if len(c[4]) > 1 else c for c in chars], visible, garbled
+        elif quarter is None or (quarter - frame.turn) % 4 != 2:
+            chars.append((*box, char, quarter == frame.turn))
+        # Glyphs upside down to the page as it reads are a stamp or a fold-over label: left out, since
+        # grouping them into lines or columns would only spell them backwards.
+    chars = [(*c[:4], _logical(c[4]), c[5]) if len(c[4]) > 1 else c for c in chars]
+    return chars, (visible, unmapped, private_use), frame
 
 
 def _logical(text: str) -> str:
@@ -218,22 +307,21 @@ def _page_bounds(obj: Any) -> tuple[float, float, float, float]:
     return bounds
 
 
-def _drawings(page: Any, height: float, left: float, reading: PageReading) -> None:
+def _drawings(page: Any, frame: Frame, reading: PageReading) -> None:
     """Rules, edge counts and image cover from the page's path and image objects (in forms too)."""
     import pypdfium2.raw as raw
 
     area = max(reading.width * reading.height, 1.0)
     image_area = 0.0
     for obj in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH, raw.FPDF_PAGEOBJ_IMAGE)):
-        x0, y0, x1, y1 = _page_bounds(obj)
-        width, tall = x1 - x0, y1 - y0
+        x0, top_y, x1, bottom_y = frame.box(_page_bounds(obj))
+        width, tall = x1 - x0, bottom_y - top_y
         reading.drawn = True
         if obj.type == raw.FPDF_PAGEOBJ_IMAGE:
-            visible_w = max(0.0, min(x1 - left, reading.width) - max(x0 - left, 0.0))
-            visible_h = max(0.0, min(height - y0, reading.height) - max(height - y1, 0.0))
+            visible_w = max(0.0, min(x1, reading.width) - max(x0, 0.0))
+            visible_h = max(0.0, min(bottom_y, reading.height) - max(top_y, 0.0))
             image_area += visible_w * visible_h
             continue
-        x0, x1, top_y, bottom_y = x0 - left, x1 - left, height - y1, height - y0
         if tall <= THIN and width > THIN:
             reading.horizontals.append((x0, x1, (top_y + bottom_y) / 2))
         elif width <= THIN and tall > THIN:
@@ -250,21 +338,22 @@ def _drawings(page: Any, height: float, left: float, reading: PageReading) -> No
 
 
 def read_page(page: Any) -> PageReading:
-    left, bottom, right, top = page.get_mediabox()
     textpage = page.get_textpage()
     try:
-        # Characters are in PDF space (origin bottom left); pdfplumber's `top` counts from the top edge.
-        chars, visible, garbled = _chars(textpage, top, left)
-        reading = PageReading(words_from_chars(chars), [], right - left, top - bottom)
-        reading.char_count = visible
-        reading.garbage_share = garbled / visible if visible else 0.0
-        if any(unicodedata.bidirectional(c[4][0]) in ("R", "AL") for c in chars):
+        chars, (visible, unmapped, private_use), frame = _chars(
+            textpage, page.get_mediabox(), page.get_rotation()
+        )
+        reading = PageReading(words_from_chars(chars), [], frame.width, frame.height, turn=frame.turn)
+        reading.char_count, reading.unmapped, reading.private_use = visible, unmapped, private_use
+        if frame.turn:
+            pass  # pdfminer's words would be those of the unturned page
+        elif any(unicodedata.bidirectional(c[4][0]) in ("R", "AL") for c in chars):
             reading.needs_pdfminer = "right-to-left text"
         elif _lost_glyphs(page, visible):
             reading.needs_pdfminer = "glyphs PDFium could not map"
     finally:
         textpage.close()
-    _drawings(page, top, left, reading)
+    _drawings(page, frame, reading)
     return reading
 
 

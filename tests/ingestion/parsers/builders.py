@@ -315,6 +315,131 @@ def without_to_unicode(data: bytes) -> bytes:
     return out.getvalue()
 
 
+# Quarter turns anticlockwise as PDF text matrices (a, b, c, d), and the /Rotate that shows them upright.
+_TURN_MATRIX = {0: (1, 0, 0, 1), 1: (0, 1, -1, 0), 2: (-1, 0, 0, -1), 3: (0, -1, 1, 0)}
+_TURN_ROTATE = {0: 0, 1: 90, 2: 180, 3: 270}
+
+
+def pdf_with_turned_page(
+    runs: list[tuple[float, float, str]],
+    *,
+    turn: int,
+    shown: tuple[float, float] = (792, 612),
+    stamps: list[tuple[float, float, str]] | None = None,
+    size: float = 10,
+) -> bytes:
+    """One page drawn turned by `turn` quarters anticlockwise, with the /Rotate that shows it upright: how
+    a landscape report is often printed to PDF (a portrait page turned for display). `runs` are
+    (x, y, text) as the reader sees the page, `shown` its size as shown; `stamps` are runs drawn
+    unturned in the page's own space (a filing stamp along the paper's edge)."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    width, height = shown if turn % 2 == 0 else shown[::-1]  # the MediaBox
+    document = pdfium.PdfDocument.new()
+    font = raw.FPDFText_LoadStandardFont(document.raw, b"Helvetica")
+    page = document.new_page(width, height)
+    a, b, c, d = _TURN_MATRIX[turn]
+    for x, y, text in runs:
+        px, py = {0: (x, y), 1: (width - y, x), 2: (width - x, height - y), 3: (y, height - x)}[turn]
+        obj = raw.FPDFPageObj_CreateTextObj(document.raw, font, size)
+        encoded = (text + "\x00").encode("utf-16-le")
+        raw.FPDFText_SetText(
+            obj, ctypes.cast(ctypes.create_string_buffer(encoded), ctypes.POINTER(ctypes.c_ushort))
+        )
+        raw.FPDFPageObj_Transform(obj, a, b, c, d, px, py)
+        raw.FPDFPage_InsertObject(page.raw, obj)
+    for x, y, text in stamps or []:
+        _pdfium_text(document, page, font, text, x, y, 7)
+    page.set_rotation(_TURN_ROTATE[turn])
+    page.gen_content()
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+IDENTITY_TO_UNICODE = b"""/CIDInit /ProcSet findresource begin
+12 dict begin
+begincmap
+/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def
+/CMapName /Adobe-Identity-UCS def
+/CMapType 2 def
+1 begincodespacerange
+<0000> <FFFF>
+endcodespacerange
+1 beginbfrange
+<0000> <FFFF> <0000>
+endbfrange
+endcmap
+CMapName currentdict /CIDInit /ProcSet findresource pop end
+end
+"""
+
+
+def with_glyph_ids_as_unicode(data: bytes) -> bytes:
+    """The PDF with every font's /ToUnicode map replaced by one that maps each glyph id to the code point
+    of the same number, as some producers write it: the text layer then says "4XDUWHUO" where the page
+    shows "Quarterly", in printable characters no reader flags as unmapped."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject, StreamObject
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    for page in writer.pages:
+        fonts = page.get("/Resources", {}).get("/Font", {})
+        for name in list(fonts):
+            font = fonts[name].get_object()
+            if NameObject("/ToUnicode") in font:
+                stream = StreamObject()
+                stream.set_data(IDENTITY_TO_UNICODE)
+                font[NameObject("/ToUnicode")] = writer._add_object(stream)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def pdf_with_invisible_text(lines: list[str]) -> bytes:
+    """A page whose only text is invisible (render mode 3, as OCR tools lay text over a scan) in a font
+    without a ToUnicode map, over no image at all: there is nothing for OCR to read either."""
+    import pypdfium2.raw as raw
+
+    data = pdf_with_lines([[(72, 700 - 20 * i, line) for i, line in enumerate(lines)]], font_path=DEJAVU)
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(data)
+    page = document[0]
+    for obj in page.get_objects(filter=(raw.FPDF_PAGEOBJ_TEXT,)):
+        raw.FPDFTextObj_SetTextRenderMode(obj.raw, raw.FPDF_TEXTRENDERMODE_INVISIBLE)
+    page.gen_content()
+    out = io.BytesIO()
+    document.save(out)
+    return without_to_unicode(out.getvalue())
+
+
+def pdf_with_scan(lines: list[str], *, degrees: int = 0) -> bytes:
+    """One page that is only a picture of printed text, turned `degrees` anticlockwise (a page fed into
+    the scanner sideways or upside down)."""
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("L", (1700, 2200), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(DEJAVU), 44)
+    for i, line in enumerate(lines):
+        draw.text((150, 200 + 70 * i), line, fill=0, font=font)
+    image = image.rotate(degrees, expand=True, fillcolor=255)
+    document = pdfium.PdfDocument.new()
+    width, height = image.width * 72 / 200, image.height * 72 / 200
+    page = document.new_page(width, height)
+    picture = pdfium.PdfImage.new(document)
+    picture.set_bitmap(pdfium.PdfBitmap.from_pil(image))
+    picture.set_matrix(pdfium.PdfMatrix().scale(width, height))
+    page.insert_obj(picture)
+    page.gen_content()
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def pdf_with_image_page(text_lines: list[str], image_lines: list[str]) -> bytes:
     """Page 1 has a text layer; page 2 is a picture of printed text (a scan pasted between pages)."""
     import pypdfium2 as pdfium
