@@ -145,5 +145,9 @@ def _mark(outcome: answers.Outcome, lost: bool) -> str:
     if lost:
         return "MISS (fact not in the indexed text of its page)"
     if not outcome.fact_retrieved:
-        return "MISS (fact not retrieved)"
+        return (
+            "MISS (fact not retrieved; its page was)"
+            if outcome.retrieved
+            else "MISS (fact not retrieved, nor its page)"
+        )
     return "MISS (retrieved, not selected)"
