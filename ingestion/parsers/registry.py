@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import io
 import logging
 import re
 import zipfile
@@ -26,6 +27,7 @@ from ingestion.parsers.base import (
     no_text,
     password_protected,
 )
+from ingestion.parsers.csv import DELIMITERS
 from ingestion.parsers.isolation import parse_file_isolated
 from ingestion.parsers.text import decode_text, utf16_without_bom
 
@@ -143,26 +145,33 @@ def sniff(data_head: bytes, filename: str) -> str:
         return "text/html" if b"<html" in text_head.lower() else "application/xml"
     if ext in _TEXT_EXTENSIONS:
         return _TEXT_EXTENSIONS[ext]
-    if ext not in _PROSE_EXTENSIONS and _looks_tabular(text_head.decode("utf-8", "replace")):
+    if ext not in _PROSE_EXTENSIONS and _looks_tabular(
+        text_head.decode("utf-8", "replace"), complete=len(data_head) < SNIFF_BYTES
+    ):
         return "text/csv"
     return "text/plain"
 
 
 _PROSE_EXTENSIONS = {"txt", "text", "log", "rst", "adoc", "org"}
+# Two lines with a comma each are a sentence or two as often as a table.
+MIN_TABLE_RECORDS = 3
 
 
-def _looks_tabular(text: str) -> bool:
-    """A CSV under another name: a sniffed delimiter that splits every leading line into as many fields."""
-    # The last line of the sniffed bytes may be cut off, so it is left out.
-    lines = [line for line in text.splitlines()[:21] if line.strip()][:-1]
-    if len(lines) < 2:
-        return False
+def _looks_tabular(text: str, *, complete: bool) -> bool:
+    """A CSV under another name: parsed as CSV, records rather than lines (a quoted cell may span lines,
+    a header cell included), every record as wide as the first, two fields at least, three records at
+    least. `complete` says the text is the whole file; otherwise its last record may be cut off."""
     try:
-        dialect = csv.Sniffer().sniff("\n".join(lines), delimiters=",;\t|")
-        widths = {len(row) for row in csv.reader(lines, dialect)}
+        dialect = csv.Sniffer().sniff(text, delimiters=DELIMITERS)
+        records = [
+            row for row in csv.reader(io.StringIO(text, newline=""), dialect) if any(map(str.strip, row))
+        ]
     except csv.Error:
         return False
-    return len(widths) == 1 and widths.pop() >= 2
+    if not complete:
+        records = records[:-1]
+    widths = {len(row) for row in records}
+    return len(records) >= MIN_TABLE_RECORDS and len(widths) == 1 and widths.pop() >= 2
 
 
 _MAIN_PART = re.compile(

@@ -60,3 +60,28 @@ def test_a_quoted_header_with_a_line_break_is_read_as_csv(tmp_path: Path, name: 
         "Account number: 1001 | Holder name: Ann Lee | Balance (EUR): 120,50",
         "Account number: 1002 | Holder name: Bo Chan | Balance (EUR): 99,00",
     ]
+
+
+def test_csv_with_quoted_newlines_in_header_and_cells_is_detected_by_parsing(tmp_path: Path) -> None:
+    """Class (#52): a valid CSV under a name that does not say so, whose quoted header cell holds a
+    newline and whose rows span three lines each. Read line by line it looked ragged (a record cut
+    where the first 20 lines end) and was indexed as plain text; read as CSV records it is a table."""
+    rows = "\n".join(
+        f'Acme {i},{i}.25,"Delivered to the north depot,\nsigned by the night shift,\nno damage",Fuel'
+        for i in range(300)
+    )
+    data = ('"Payee\nName",Amount,Notes,Category\n\n' + rows + "\n").encode()
+    parsed = _parse(tmp_path, data, "export")
+    assert len(parsed) == 300 and all("row" in segment.meta for segment in parsed)
+    assert parsed[0].text == (
+        "Payee Name: Acme 0 | Amount: 0.25 | Notes: Delivered to the north depot, signed by the night "
+        "shift, no damage | Category: Fuel"
+    )
+
+
+def test_two_sentences_with_a_comma_each_are_not_a_table(tmp_path: Path) -> None:
+    data = b"Thanks for the call, Maria.\nSee you on Monday, as agreed.\n"
+    parsed = _parse(tmp_path, data, "note")
+    assert [segment.text for segment in parsed] == [
+        "Thanks for the call, Maria.\nSee you on Monday, as agreed."
+    ]
