@@ -123,7 +123,8 @@ class XlsxParser(Parser):
 class CalamineXlsxParser(Parser):
     """The next reader when openpyxl gives up: python-calamine (Rust) reads what some exporters write and
     openpyxl refuses, such as a workbook whose content types declare a shared-strings part it never wrote
-    (its strings are inline). Values only: no bold headers; merged ranges from the sheet's own XML."""
+    (its strings are inline). Values only: no bold headers; merged ranges, and text cells exactly as
+    written (calamine trims rich-text runs), from the sheet's own XML."""
 
     name = "calamine"
 
@@ -141,6 +142,7 @@ class CalamineXlsxParser(Parser):
         segments: list[Segment] = []
         with zipfile.ZipFile(path) as archive:
             sheet_paths = _sheet_paths(archive)
+            shared = shared_strings(archive)
             for metadata in workbook.sheets_metadata:
                 if metadata.visible != SheetVisibleEnum.Visible:
                     continue
@@ -150,6 +152,8 @@ class CalamineXlsxParser(Parser):
                     for number, row in enumerate(values, start=1)
                     if any(value not in (None, "") for value in row)
                 }
+                if metadata.name in sheet_paths:
+                    _put_exact_strings(rows, cell_strings(archive, sheet_paths[metadata.name], shared))
                 raw = {number: list(row) for number, row in rows.items()}
                 if metadata.name in sheet_paths:
                     fill_merged(rows, merged_ranges(archive, sheet_paths[metadata.name]))
@@ -193,3 +197,98 @@ def _sheet_paths(archive: zipfile.ZipFile) -> dict[str, str]:
         for sheet in workbook.iter(SHEET_NS + "sheet")
         if sheet.get(relationships) in targets
     }
+
+
+def rich_text(element: Any) -> str:
+    """The text of a string item (<si>) or an inline string (<is>) exactly as written: plain <t>, or the
+    <t> of each rich-text run <r> joined as they are, spaces at run edges kept ("Regular" + " Bold"),
+    phonetic guides (<rPh>) left out."""
+    parts = []
+    for child in element:
+        if child.tag == SHEET_NS + "t":
+            parts.append(child.text or "")
+        elif child.tag == SHEET_NS + "r":
+            parts.extend(t.text or "" for t in child.iter(SHEET_NS + "t"))
+    return "".join(parts)
+
+
+def shared_strings(archive: zipfile.ZipFile) -> list[str]:
+    """The workbook's shared strings, exactly as written, streamed."""
+    from defusedxml.ElementTree import iterparse
+
+    name = _shared_strings_path(archive)
+    if name is None:
+        return []
+    strings = []
+    with archive.open(name) as stream:
+        for _, element in iterparse(stream, forbid_dtd=True):
+            if element.tag == SHEET_NS + "si":
+                strings.append(rich_text(element))
+                element.clear()
+    return strings
+
+
+def cell_strings(archive: zipfile.ZipFile, sheet_path: str, shared: list[str]) -> dict[tuple[int, int], str]:
+    """(row, column), 1-based -> the text of each text cell (shared or inline) exactly as written.
+
+    calamine trims the spaces at the edges of rich-text runs that carry no xml:space="preserve", so
+    "Regular" + " Bold" came out as "RegularBold"; Excel and openpyxl keep them."""
+    from defusedxml.ElementTree import iterparse
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    found: dict[tuple[int, int], str] = {}
+    row_number, column = 0, 0
+    with archive.open(sheet_path.lstrip("/")) as stream:
+        for event, element in iterparse(stream, events=("start", "end"), forbid_dtd=True):
+            if event == "start" and element.tag == SHEET_NS + "row":
+                row_number, column = int(element.get("r") or row_number + 1), 0
+            elif event == "start" and element.tag == SHEET_NS + "c":
+                # A cell's reference is optional: without one, the cell follows the one before.
+                reference = element.get("r")
+                letters = coordinate_from_string(reference)[0] if reference else ""
+                column = column_index_from_string(letters) if letters else column + 1
+            elif event == "end" and element.tag == SHEET_NS + "c":
+                text = _cell_text(element, shared)
+                if text is not None:
+                    found[(row_number, column)] = text
+            elif event == "end" and element.tag == SHEET_NS + "row":
+                element.clear()
+    return found
+
+
+def _cell_text(cell: Any, shared: list[str]) -> str | None:
+    kind = cell.get("t")
+    if kind == "inlineStr":
+        inline = cell.find(SHEET_NS + "is")
+        return None if inline is None else rich_text(inline)
+    if kind == "s":
+        index = (cell.findtext(SHEET_NS + "v") or "").strip()
+        return shared[int(index)] if index.isdigit() and int(index) < len(shared) else None
+    return None
+
+
+def _put_exact_strings(rows: dict[int, list[Any]], strings: dict[tuple[int, int], str]) -> None:
+    for (row_number, column), text in strings.items():
+        row = rows.get(row_number)
+        if row is None or column > MAX_COLUMNS or not text:
+            continue
+        if len(row) < column:
+            row.extend([None] * (column - len(row)))
+        row[column - 1] = text
+
+
+def _shared_strings_path(archive: zipfile.ZipFile) -> str | None:
+    from defusedxml.ElementTree import fromstring
+
+    names = set(archive.namelist())
+    try:
+        rels = fromstring(archive.read("xl/_rels/workbook.xml.rels"))
+    except (KeyError, SyntaxError):
+        rels = []
+    for rel in rels:
+        if rel.get("Type", "").endswith("/sharedStrings"):
+            target = rel.get("Target", "")
+            name = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+            if name in names:
+                return name
+    return "xl/sharedStrings.xml" if "xl/sharedStrings.xml" in names else None

@@ -517,3 +517,24 @@ def inline_string_xlsx(*, declare_shared_strings: bool = False) -> bytes:
         for name, content in parts.items():
             archive.writestr(name, content)
     return buffer.getvalue()
+
+
+def rich_text_xlsx(*, declare_shared_strings: bool = False) -> bytes:
+    """`inline_string_xlsx` whose cells are inline rich text: runs in several styles, the space between
+    two words at the start of the second run and, as exporters often write it, no xml:space="preserve"."""
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    sheet = (
+        f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{main}"><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>Style</t></is></c>'
+        '<c r="B1" t="inlineStr"><is><t>Count</t></is></c></row>'
+        '<row r="2"><c r="A2" t="inlineStr"><is><r><t>Regular</t></r>'
+        '<r><rPr><b/></rPr><t> Bold</t></r></is></c><c r="B2"><v>3</v></c></row>'
+        '<row r="3"><c r="A3" t="inlineStr"><is><r><rPr><i/></rPr><t>Italic </t></r>'
+        '<r><t>then plain</t></r><rPh sb="0" eb="1"><t>ruby</t></rPh></is></c>'
+        '<c r="B3"><v>4</v></c></row>'
+        "</sheetData></worksheet>"
+    )
+    return rewrite_zip(
+        inline_string_xlsx(declare_shared_strings=declare_shared_strings),
+        {"xl/worksheets/sheet1.xml": sheet.encode()},
+    )

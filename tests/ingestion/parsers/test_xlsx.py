@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from ingestion.parsers.registry import parse_file
-from tests.ingestion.parsers.builders import inline_string_xlsx
+from tests.ingestion.parsers.builders import inline_string_xlsx, rich_text_xlsx
 from tests.ingestion.parsers.documents import segments
 
 
@@ -127,4 +127,19 @@ def test_two_header_rows_are_merged_into_each_columns_name(tmp_path: Path) -> No
     assert [segment.text for segment in parsed] == [
         "Quarterly sales",
         "Region: North | 2023 Units: 120 | 2023 Revenue: 3400.5 | 2024 Units: 150 | 2024 Revenue: 4100",
+    ]
+
+
+@pytest.mark.parametrize("declare_shared_strings", [False, True], ids=["openpyxl", "calamine"])
+def test_inline_rich_text_runs_keep_their_text_exactly(tmp_path: Path, declare_shared_strings: bool) -> None:
+    """Class (#52): inline rich-text strings. calamine (the reader when openpyxl refuses the file, here
+    for a declared shared-strings part that was never written) trimmed each run, so "Regular" + " Bold"
+    became "RegularBold"; the runs are now read from the sheet's XML as written."""
+    path = tmp_path / "styles.xlsx"
+    path.write_bytes(rich_text_xlsx(declare_shared_strings=declare_shared_strings))
+    parsed = parse_file(path, "styles.xlsx")
+    assert parsed[0].meta["parser"] == ("calamine" if declare_shared_strings else "openpyxl")
+    assert [segment.text for segment in parsed] == [
+        "Style: Regular Bold | Count: 3",
+        "Style: Italic then plain | Count: 4",
     ]
