@@ -1,5 +1,6 @@
-"""Why pages fail, as stable codes people can read in lists and counts ("12 timeouts, 3 not found"), and what
-a source that indexed nothing should say instead of "Nothing could be indexed"."""
+"""Why pages fail, as stable codes people can read in lists and counts ("12 timeouts, 3 not found"), why pages
+are skipped (left out on purpose: "30 too little text"), and what a source that indexed nothing should
+say instead of "Nothing could be indexed"."""
 
 from __future__ import annotations
 
@@ -35,6 +36,19 @@ FAILURE_LABELS: dict[str, tuple[str, str]] = {
     "cancelled": ("cancelled", "cancelled"),
     "other": ("other failure", "other failures"),
 }
+
+
+# A skipped page's reason (DroppedPage.SKIP_REASONS) -> (one, many), as counted in a sentence.
+SKIP_LABELS: dict[str, tuple[str, str]] = {
+    "too_short": ("too little text", "too little text"),
+    "link_list": ("only a list of links", "only lists of links"),
+    "search_page": ("a search page", "search pages"),
+}
+
+
+def skip_label(reason: str) -> str:
+    """A skipped page's reason as people read it beside the page: "too little text"."""
+    return SKIP_LABELS.get(reason, (reason.replace("_", " "), ""))[0]
 
 
 def failure_class_of(exc: FetchError) -> str:
@@ -79,18 +93,32 @@ def counted(classes: Counter[str]) -> str:
     return ", ".join(parts)
 
 
+def counted_skips(reasons: Counter[str] | dict[str, int]) -> str:
+    """ "30 too little text, 2 only lists of links", most frequent first."""
+    parts = []
+    for reason, n in Counter(reasons).most_common():
+        if n:
+            one, many = SKIP_LABELS.get(reason, (reason.replace("_", " "),) * 2)
+            parts.append(f"{n} {one if n == 1 else many}")
+    return ", ".join(parts)
+
+
 def nothing_indexed(
-    failed: list[tuple[str, str, str]], listing_error: str, unit: str = "page"
+    failed: list[tuple[str, str, str]], listing_error: str, unit: str = "page", skipped: int = 0
 ) -> tuple[str, str]:
     """(error, detail) for a source with nothing indexed. `failed` holds (failure class, error, detail) of
-    its failed documents; `listing_error` is what its listing said, if it said anything."""
+    its failed documents; `listing_error` is what its listing said, if it said anything; `skipped` is how
+    many of its pages were skipped on purpose (the rest failed, so not "every page failed")."""
     if not failed:
         return (listing_error or f"Nothing could be indexed: the source listed no {unit}s."), ""
+    classes = Counter(code or "other" for code, _, _ in failed)
+    detail = failed[0][2]
+    if skipped:
+        plural = "s were" if skipped != 1 else " was"
+        return f"Nothing could be indexed: {counted(classes)}; {skipped} {unit}{plural} skipped.", detail
     if len(failed) == 1:
         _, error, detail = failed[0]
         return error or "Nothing could be indexed.", detail
-    classes = Counter(code or "other" for code, _, _ in failed)
-    detail = failed[0][2]
     if set(classes) == {"robots"}:
         return f"robots.txt disallows every {unit}.", detail
     return f"Every {unit} failed: {counted(classes)}.", detail

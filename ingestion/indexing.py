@@ -23,7 +23,7 @@ from config.logging import operator_detail
 from ingestion import claims, lanes, reuse, sentence_inputs
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
-from ingestion.failures import nothing_indexed
+from ingestion.failures import SKIP_LABELS, nothing_indexed
 from ingestion.kinds.registry import get_kind
 from ingestion.store_behind import StoreBehind
 from retrieval import cache as semantic_cache
@@ -485,10 +485,14 @@ def source_refresh_status(*, source_id: int) -> None:
         "pages_total": counts["total"],
         "pages_done": counts["done"],
         "pages_failed": counts["failed"],
+        "pages_skipped": counts["skipped"],
+        "pages_skipped_by_reason": {r: counts[f"skipped_{r}"] for r in SKIP_LABELS if counts[f"skipped_{r}"]},
         "chunks_count": Chunk.objects.filter(source_id=source_id).count(),
     }
     if counts["active"] == 0:
-        if counts["done"] == 0:
+        # Skipped pages were left out on purpose: a source whose pages were all skipped has nothing that
+        # failed (it is done, and says how many it skipped); only failures make it failed.
+        if counts["done"] == 0 and (counts["failed"] or not counts["skipped"]):
             failed = list(
                 Document.objects.filter(source_id=source_id, status=Status.FAILED)
                 .order_by("id")
@@ -496,7 +500,7 @@ def source_refresh_status(*, source_id: int) -> None:
             )
             # A listing that failed already said why (row["error"]); pages that failed say it now.
             listing_error = row["error"] if row["status"] == Status.FAILED else ""
-            error, detail = nothing_indexed(failed, listing_error, kind.unit[0])
+            error, detail = nothing_indexed(failed, listing_error, kind.unit[0], skipped=counts["skipped"])
             update.update(status=Status.FAILED, error=error[:500])
             if failed or not listing_error:
                 update["error_detail"] = detail
@@ -511,11 +515,15 @@ def source_refresh_status(*, source_id: int) -> None:
 
 
 def _document_counts(source_id: int) -> dict[str, int]:
-    """How many of the source's documents there are, done, failed, in flight and not fetched yet."""
+    """How many of the source's documents there are, done, failed, skipped (in all and by reason), in
+    flight and not fetched yet."""
+    skipped = Q(status=Status.SKIPPED)
     return Document.objects.filter(source_id=source_id).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(status=Status.DONE)),
         failed=Count("id", filter=Q(status=Status.FAILED)),
+        skipped=Count("id", filter=skipped),
+        **{f"skipped_{r}": Count("id", filter=skipped & Q(skip_reason=r)) for r in SKIP_LABELS},
         active=Count("id", filter=Q(status__in=ACTIVE_STATUSES)),
         crawling=Count("id", filter=Q(status__in=[Status.PENDING, Status.CRAWLING])),
     )

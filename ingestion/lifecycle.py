@@ -1,6 +1,7 @@
 """Every write to a source's life: create, upload, replace an upload, delete, reindex, recrawl, cancel, retry
-failed pages. The API, the web UI, the Django admin, the widget's visited pages and the management commands
-all call these, and this is the only module that queues ingestion work (besides a task re-queueing itself).
+failed pages, index a skipped page anyway. The API, the web UI, the Django admin, the widget's visited pages
+and the management commands all call these, and this is the only module that queues ingestion work (besides
+a task re-queueing itself).
 
 What differs by kind is asked of the kind (ingestion/kinds/); nothing here names one.
 """
@@ -32,6 +33,7 @@ from sources.tenancy import workspace_scope
 __all__ = [
     "KindError",
     "UploadTooLarge",
+    "index_anyway",
     "pump_pages",
     "queue_index_jobs",
     "queue_page_jobs",
@@ -298,6 +300,61 @@ def retry_failed(*, source: Source) -> int:
     return len(failed)
 
 
+def index_anyway(*, document: Document) -> None:
+    """The admin's "index it anyway" for a skipped page: the decision is kept on the document (keep_short,
+    which a re-sync keeps), and the page is queued like a retry of it, fetched again and kept however little
+    text it has. KindError when the page is not skipped or its source is busy (as retry_failed refuses);
+    QuotaExceeded when today's crawl pages are used up."""
+    with workspace_scope(document.workspace_id), transaction.atomic():
+        if Source.objects.filter(id=document.source_id, status__in=ACTIVE_STATUSES).exists():
+            raise KindError({"source": ["This source is being processed; try again when it has finished."]})
+        claimed = Document.objects.filter(id=document.id, status=Status.SKIPPED).update(
+            status=Status.PENDING,
+            keep_short=True,
+            error="",
+            error_detail="",
+            skip_reason="",
+            skipped_chars=0,
+            attempts=0,
+            due_by=None,
+            updated_at=timezone.now(),
+        )
+        if not claimed:  # not skipped (any more: another request may have come first)
+            raise KindError({"document": ["Only a skipped page can be indexed anyway; this one isn't."]})
+        # Fetching it again counts against today's crawl pages; none left rolls the claim back.
+        quotas.take(document.source.workspace, "crawl_pages", 1)
+        source_refresh_status(source_id=document.source_id)
+        queue_page_jobs(workspace_id=document.workspace_id, document_ids=[document.id])
+
+
+def _queue_skipped(source: Source) -> int:
+    """Fetch a source's skipped pages again (its keep_short_pages was just turned on), like a retry of them.
+    Nothing when the source is busy: its running crawl reads the option for the pages it has still to fetch,
+    and the next sync fetches the skipped ones again."""
+    if Source.objects.filter(id=source.id, status__in=ACTIVE_STATUSES).exists():
+        return 0
+    skipped = list(
+        Document.objects.filter(source_id=source.id, status=Status.SKIPPED).values_list("id", flat=True)
+    )
+    if not skipped:
+        return 0
+    # As many as today's crawl pages allow; the next sync fetches the rest.
+    skipped = skipped[: quotas.take_up_to(source.workspace, "crawl_pages", len(skipped))]
+    Document.objects.filter(id__in=skipped, status=Status.SKIPPED).update(
+        status=Status.PENDING,
+        error="",
+        error_detail="",
+        skip_reason="",
+        skipped_chars=0,
+        attempts=0,
+        due_by=None,
+        updated_at=timezone.now(),
+    )
+    source_refresh_status(source_id=source.id)
+    queue_page_jobs(workspace_id=source.workspace_id, document_ids=skipped)
+    return len(skipped)
+
+
 def queue_page_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
     """Put pages in their source's crawl backlog and publish the first wave, once the transaction commits.
 
@@ -415,11 +472,16 @@ def source_update(
     schedule: str | None = None,
     paused: bool | None = None,
     hidden_while_paused: bool | None = None,
+    keep_short_pages: bool | None = None,
 ) -> Source:
-    """Change a source's title, sync schedule, pause, and whether a paused source's passages are left out
-    of search (they are kept, never deleted). Raises KindError for anything a person should correct."""
+    """Change a source's title, sync schedule, pause, whether a paused source's passages are left out of
+    search (they are kept, never deleted), and whether its short pages are indexed rather than skipped
+    (turned on, its skipped pages are fetched again now; turned off, short pages already indexed stay until
+    they change). Raises KindError for anything a person should correct."""
     kind = get_kind(source.kind)
     errors: dict[str, list[str]] = {}
+    if keep_short_pages is not None and "keep_short_pages" not in kind.config_model.model_fields:
+        errors["keep_short_pages"] = ["This kind of source has no web pages to keep or skip."]
     if title is not None:
         title = title.strip()
         if not title:
@@ -442,6 +504,9 @@ def source_update(
         changes["paused"] = paused
     if hidden_while_paused is not None:
         changes["hidden_while_paused"] = hidden_while_paused
+    keeps_more = keep_short_pages and not source.config.get("keep_short_pages")
+    if keep_short_pages is not None and keep_short_pages != bool(source.config.get("keep_short_pages")):
+        changes["config"] = {**source.config, "keep_short_pages": keep_short_pages}
     with workspace_scope(source.workspace_id), transaction.atomic():
         for name, value in changes.items():
             setattr(source, name, value)
@@ -451,6 +516,9 @@ def source_update(
             Source.objects.filter(id=source.id).update(**changes)
         if "title" in changes:  # search answers show it (the search cache keeps their passages)
             semantic_cache.searches_changed(source.workspace_id)
+    if keeps_more:
+        with workspace_scope(source.workspace_id), transaction.atomic():
+            _queue_skipped(source)
     if {"paused", "hidden_while_paused"} & set(changes):
         semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
     return source

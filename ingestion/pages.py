@@ -3,7 +3,9 @@
 The tasks in ingestion/tasks.py are thin; the decisions live here (what a source lists is its kind's).
 Each page's fate is one of:
   done (indexed, or unchanged since the last crawl), retried (transient failure, with backoff),
-  requeued (rate-limited: waits without spending an attempt), failed (permanent, with the reason).
+  requeued (rate-limited: waits without spending an attempt), failed (permanent, with the reason),
+  skipped (left out on purpose: too little text, only links, a search page; with the reason and the size of
+  its text, and indexed anyway when the admin asks: Document.keep_short, or the source's keep_short_pages).
 
 Every expansion opens a sync (ingestion/sync.py). A re-sync is cheap: a page whose sitemap <lastmod> is
 what it was is not fetched; the rest are fetched conditionally (ETag / Last-Modified); a body whose text
@@ -38,7 +40,8 @@ from ingestion.files import parse_fetched_file
 from ingestion.kinds.base import Expansion
 from ingestion.kinds.registry import get_kind
 from ingestion.parsers.base import ParseError
-from sources.models import Document, Source, Status
+from retrieval.vectors import delete_chunk_vectors
+from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,8 @@ def source_expand(*, source: Source) -> list[int]:
 def _listing_failed(source: Source, message: str, detail: str) -> None:
     """The listing could not be read. A source never indexed fails; one with pages keeps them (a listing
     that failed is no evidence against them) and says so, until the next sync."""
-    indexed = Document.objects.filter(source_id=source.id, status=Status.DONE).exists()
+    # Skipped pages are known pages too: the next sync decides about them again.
+    indexed = Document.objects.filter(source_id=source.id, status__in=[Status.DONE, Status.SKIPPED]).exists()
     if indexed:
         Source.objects.filter(id=source.id).update(
             status=Status.DONE, notice=f"The last sync couldn't read the listing: {message}"[:500]
@@ -158,13 +162,16 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
         queued = source.documents.filter(url__in=listed).exclude(id__in=[*unchanged, *held_back])
         queued.update(unlisted_strikes=0)
         to_crawl = source.documents.filter(id__in=[*queued.values_list("id", flat=True), *rechecked])
-        # Known pages keep their ETag and content hash, so fetching them again is incremental.
+        # Known pages keep their ETag and content hash, so fetching them again is incremental, and the
+        # admin's "index it anyway" (keep_short), so a skipped page they kept stays kept.
         # updated_at too: the sweeper judges pending pages by it, and a page indexed days ago is not stalled.
         to_crawl.update(
             status=Status.PENDING,
             error="",
             error_detail="",
             failure_class="",
+            skip_reason="",
+            skipped_chars=0,
             attempts=0,
             due_by=None,
             updated_at=timezone.now(),
@@ -213,6 +220,12 @@ class PageOutcome:
     requeue_in: float | None = None
 
 
+def keeps_short_pages(document: Document, source: Source) -> bool:
+    """Whether the admin asked to index this page however little text it has: for this page ("Index
+    anyway"), or for every page of its source (the source's keep_short_pages option)."""
+    return document.keep_short or bool(source.config.get("keep_short_pages"))
+
+
 def page_policy(source: Source) -> FetchPolicy:
     """Page fetches stay on the page's site (or its www. twin) unless the source allows otherwise."""
     offsite = bool(source.config.get("offsite_redirects"))
@@ -246,6 +259,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
                 page_policy(source),
                 order=source.config.get("strategies") or settings.CRAWL_STRATEGIES,
                 headers=headers or None,
+                keep_short=keeps_short_pages(document, source),
             )
         except RateLimitedError as exc:
             if requeues >= settings.CRAWL_MAX_RATE_LIMIT_REQUEUES:
@@ -272,6 +286,8 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
                 return _gone(document, source, exc)
             return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
         except DroppedPage as exc:
+            if exc.skipped:
+                return _skip(document, exc)
             return _fail(document, exc.message, f"dropped: {exc.reason}", failure="dropped")
         page, extracted = crawled.page, crawled.extracted
         fetched = {
@@ -281,6 +297,8 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
             "error": "",
             "error_detail": "",
             "failure_class": "",
+            "skip_reason": "",
+            "skipped_chars": 0,
             "gone_strikes": 0,
             "gone_seen_at": None,
         }
@@ -363,6 +381,41 @@ def _fail(document: Document, message: str, detail: str, *, failure: str) -> Pag
         due_by=None,
     )
     metrics.PAGES_CRAWLED.labels(outcome="failed").inc()
+    return PageOutcome()
+
+
+def _skip(document: Document, exc: DroppedPage) -> PageOutcome:
+    """A page left out on purpose: skipped, not failed, with the reason, the message for people and the size
+    of its text, so the admin sees it and can index it anyway.
+
+    A page indexed before that now says too little loses its passages (and its kept text, so a reindex
+    does not bring them back): what a reader expects of a page that was emptied is that answers stop quoting
+    text it no longer has. Its validators go too, so the next fetch reads the page whole: a 304 must not
+    mark a page done whose passages are gone."""
+    with transaction.atomic():
+        chunks = Chunk.objects.filter(document_id=document.id)
+        delete_chunk_vectors(
+            workspace_id=document.workspace_id,
+            chunk_ids=[str(i) for i in chunks.values_list("id", flat=True)],
+        )
+        chunks.delete()
+        Document.objects.filter(id=document.id).update(
+            status=Status.SKIPPED,
+            error=exc.message[:500],
+            error_detail=operator_detail(exc.detail),
+            failure_class="",
+            skip_reason=exc.reason[:20],
+            skipped_chars=max(exc.text_chars, 0),
+            text="",
+            content_hash="",
+            etag="",
+            last_modified="",
+            fetched_at=timezone.now(),
+            gone_strikes=0,
+            gone_seen_at=None,
+            due_by=None,
+        )
+    metrics.PAGES_CRAWLED.labels(outcome="skipped").inc()
     return PageOutcome()
 
 

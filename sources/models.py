@@ -179,6 +179,9 @@ class Status(models.TextChoices):
     INDEXING = "indexing"
     DONE = "done"
     FAILED = "failed"
+    # A page deliberately left out (too little text, only links, a site's search page), as opposed to one
+    # we could not read: not counted as failed, and the admin can index it anyway. Documents only.
+    SKIPPED = "skipped"
 
 
 ACTIVE_STATUSES = (Status.PENDING, Status.CRAWLING, Status.INDEXING)
@@ -195,6 +198,8 @@ class Source(TenantModel):
     # What ingestion found out and keeps for next time (a file's size and storage path, counters); never
     # set by users.
     state = models.JSONField(default=dict, blank=True)
+    # Never skipped (its skipped pages are a count beside the indexed and failed ones); one set of choices
+    # with its documents all the same, so the API's schema has one status enum.
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.CharField(max_length=500, blank=True, help_text="What went wrong, written for people.")
     error_detail = models.TextField(blank=True, help_text="The raw upstream error, for operators.")
@@ -204,6 +209,9 @@ class Source(TenantModel):
     pages_total = models.PositiveIntegerField(default=0)
     pages_done = models.PositiveIntegerField(default=0)
     pages_failed = models.PositiveIntegerField(default=0)
+    pages_skipped = models.PositiveIntegerField(default=0)
+    # The skipped pages by reason ({"too_short": 30, "link_list": 2}), as failures are by class.
+    pages_skipped_by_reason = models.JSONField(default=dict, blank=True)
     chunks_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -237,7 +245,7 @@ class Source(TenantModel):
 
     @property
     def pages_left(self) -> int:
-        return max(self.pages_total - self.pages_done - self.pages_failed, 0)
+        return max(self.pages_total - self.pages_done - self.pages_failed - self.pages_skipped, 0)
 
 
 class Document(TenantModel):
@@ -261,8 +269,15 @@ class Document(TenantModel):
     etag = models.CharField(max_length=300, blank=True)
     last_modified = models.CharField(max_length=100, blank=True)
     fetched_at = models.DateTimeField(null=True, blank=True)
-    # Why it failed, as a stable code (ingestion.pages.FAILURE_LABELS), and how many fetches were tried.
+    # Why it failed, as a stable code (ingestion.failures.FAILURE_LABELS), and how many fetches were tried.
     failure_class = models.CharField(max_length=20, blank=True)
+    # Why a skipped page was left out, as a stable code (ingestion.failures.SKIP_LABELS; the message for
+    # people is in `error`), and how many characters of text it had then.
+    skip_reason = models.CharField(max_length=20, blank=True)
+    skipped_chars = models.PositiveIntegerField(default=0)
+    # The admin's "index it anyway": kept however little text the page has. Set on the document, so a
+    # re-sync, which fetches the page again, keeps the decision.
+    keep_short = models.BooleanField(default=False)
     attempts = models.PositiveSmallIntegerField(default=0)
     # The sitemap's <lastmod> when it was last listed: the same value next time means "unchanged".
     lastmod = models.CharField(max_length=40, blank=True)

@@ -57,9 +57,11 @@ def fetch_and_extract(
     order: Sequence[str] = DEFAULT_ORDER,
     strategies: Mapping[str, CrawlStrategy] | None = None,
     headers: Mapping[str, str] | None = None,
+    keep_short: bool = False,
 ) -> CrawledPage:
     """Fetch and extract one page with the first strategy that gives usable text. FetchErrors propagate (a 404
-    is a 404 in any browser); DroppedPage is raised when no strategy got past it."""
+    is a 404 in any browser); DroppedPage is raised when no strategy got past it. `keep_short` is the admin's
+    "index it anyway", passed to extract_page."""
     last_drop: DroppedPage | None = None
     timings: dict[str, float] = {}
     try:
@@ -84,7 +86,7 @@ def fetch_and_extract(
                 return CrawledPage(page, None)
             started = time.perf_counter()
             try:
-                return CrawledPage(page, extract_page(page.html, page.final_url))
+                return CrawledPage(page, extract_page(page.html, page.final_url, keep_short=keep_short))
             except DroppedPage as exc:
                 if exc.reason not in RETRYABLE_DROPS:
                     raise

@@ -170,7 +170,7 @@ class FetchedKind(SourceKind):
     cites_urls = True
     resyncable = True
     ingest_task = "crawl_source"
-    form_fields = ("url",)
+    form_fields = ("url", "keep_short_pages")
 
     def default_title(self, config: KindConfig) -> str:
         return str(getattr(config, "url", ""))[:300]  # a page is named by its address until crawled

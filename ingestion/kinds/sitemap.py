@@ -28,7 +28,7 @@ class SitemapKind(FetchedKind):
         "A whole site: give its address (the sitemap is found through robots.txt) or the sitemap itself. "
         "Every listed page becomes searchable."
     )
-    form_fields = ("url", "max_pages")
+    form_fields = ("url", "max_pages", "keep_short_pages")
 
     def expand(self, *, source: Source) -> Expansion:
         limit = min(

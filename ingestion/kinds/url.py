@@ -25,6 +25,9 @@ class UrlConfig(KindConfig):
     strategies: list[Literal["http", "browser"]] | None = Field(default=None, min_length=1)
     # Page fetches follow redirects only within the page's site (www. or not) unless this is set.
     offsite_redirects: bool = False
+    # Index pages however little text they have (a one-line answer, a table of contents) instead of skipping
+    # them: the admin's "index it anyway" for every page of the source (one page: Document.keep_short).
+    keep_short_pages: bool = False
 
     @field_validator("url")
     @classmethod

@@ -26,6 +26,7 @@ def _site(workspace, agent, statuses: list[str], kind: str = "sitemap") -> Sourc
                 error="The page returned 404." if status == Status.FAILED else "",
                 error_detail="GET /gone: 404" if status == Status.FAILED else "",
                 failure_class="not_found" if status == Status.FAILED else "",
+                skip_reason="too_short" if status == Status.SKIPPED else "",
             )
             for n, status in enumerate(statuses)
         )
@@ -60,6 +61,31 @@ def test_the_status_and_counters_follow_the_documents(workspace, agent, statuses
         assert source.error == "Every page failed: 2 not found." and source.error_detail == "GET /gone: 404"
     if expected == Status.DONE:
         assert source.indexed_at is not None and source.error == ""
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected", "error"),
+    [
+        ([Status.DONE, Status.SKIPPED, Status.SKIPPED, Status.FAILED], Status.DONE, ""),
+        ([Status.SKIPPED, Status.SKIPPED], Status.DONE, ""),  # nothing failed: pages left out on purpose
+        (
+            [Status.SKIPPED, Status.FAILED, Status.FAILED],
+            Status.FAILED,
+            "Nothing could be indexed: 2 not found; 1 page was skipped.",  # not "every page failed"
+        ),
+    ],
+    ids=["some-skipped", "all-skipped", "skipped-and-failed"],
+)
+def test_skipped_pages_are_counted_apart_from_failures(workspace, agent, statuses, expected, error):
+    source = _refreshed(workspace, _site(workspace, agent, statuses))
+    assert (source.status, source.error) == (expected, error)
+    assert (source.pages_done, source.pages_skipped, source.pages_failed, source.pages_left) == (
+        statuses.count(Status.DONE),
+        statuses.count(Status.SKIPPED),
+        statuses.count(Status.FAILED),
+        0,
+    )
+    assert source.pages_skipped_by_reason == {"too_short": statuses.count(Status.SKIPPED)}
 
 
 def test_a_source_without_pages_to_fetch_is_indexing_not_crawling(workspace, agent):

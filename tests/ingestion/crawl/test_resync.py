@@ -16,7 +16,7 @@ from sources import metering
 from sources.models import Chunk, Document, Plan, Source
 from sources.plans import assign_plan
 from sources.tenancy import workspace_scope
-from tests.fakes.openai_server import FakeProvider, openai_compatible_server
+from tests.fakes.openai_server import FakeProvider
 from tests.ingestion.crawl.servers import LocalServer, Reply, serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,30 +63,6 @@ class Site:
 
     def page_requests(self) -> list[str]:
         return [p for p in self.server.paths_requested() if p.startswith("/p/")]
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with openai_compatible_server(FakeProvider()) as running:
-        yield running
-
-
-@pytest.fixture
-def eager(settings, provider):
-    """Tasks run inline, with the embedder at the fake provider (its requests are the embedder calls)."""
-    from config.celery import app
-
-    before = app.conf.task_always_eager, app.conf.task_eager_propagates
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    settings.EMBEDDERS = {
-        "default": {
-            "BACKEND": "retrieval.embedders.openai.OpenAIEmbedder",
-            "OPTIONS": {"base_url": provider.base_url, "model": "fake-embed", "api_key": provider.api_key},
-        }
-    }
-    settings.CRAWL_STRATEGIES = ("http",)
-    yield provider
-    app.conf.task_always_eager, app.conf.task_eager_propagates = before
 
 
 def embedder_calls(provider: FakeProvider) -> int:

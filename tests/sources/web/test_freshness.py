@@ -120,7 +120,7 @@ def test_the_add_dialog_offers_a_schedule_for_kinds_that_sync(client, owner, age
     client.force_login(owner)
     page = client.get(f"/app/agents/{agent.id}/sources").content.decode()
     assert 'name="schedule"' in page
-    assert 'value="sitemap" data-fields="url max_pages" data-resyncable' in page
+    assert 'value="sitemap" data-fields="url max_pages keep_short_pages" data-resyncable' in page
     assert 'value="text" data-fields="content"' in page
     assert 'value="text" data-fields="content" data-resyncable' not in page  # pasted text: no schedule
     response = client.post(
