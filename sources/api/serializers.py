@@ -13,6 +13,16 @@ class SourceSerializer(serializers.ModelSerializer):
 
     agent = serializers.IntegerField(source="agent_id", read_only=True)
     pages_left = serializers.IntegerField(read_only=True)
+    pages_skipped = serializers.IntegerField(
+        read_only=True,
+        help_text="Pages left out on purpose (too little text, only links, a search page): not failures; "
+        "each can be indexed anyway.",
+    )
+    pages_skipped_by_reason = serializers.DictField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text='The skipped pages by reason, e.g. {"too_short": 30, "link_list": 2}.',
+    )
     resyncable = serializers.SerializerMethodField(help_text="Whether a schedule can be set for this source.")
     address = serializers.SerializerMethodField(help_text="Its web address, or a file's name.")
     audiences = serializers.SerializerMethodField(help_text="Who may retrieve its passages.")
@@ -55,6 +65,8 @@ class SourceSerializer(serializers.ModelSerializer):
             "pages_total",
             "pages_done",
             "pages_failed",
+            "pages_skipped",
+            "pages_skipped_by_reason",
             "pages_left",
             "chunks_count",
             "created_at",
@@ -79,6 +91,11 @@ class SourceUpdateSerializer(serializers.Serializer):
     paused = serializers.BooleanField(required=False)
     hidden_while_paused = serializers.BooleanField(
         required=False, help_text="While paused, leave its passages out of search (kept, not deleted)."
+    )
+    keep_short_pages = serializers.BooleanField(
+        required=False,
+        help_text="url, sitemap, feed: index pages however little text they have instead of skipping them. "
+        "Turned on, its skipped pages are fetched again now.",
     )
     audiences = serializers.ListField(
         child=serializers.CharField(max_length=100),
@@ -112,14 +129,32 @@ class SourceUpdateSerializer(serializers.Serializer):
 
 
 class DocumentSerializer(serializers.ModelSerializer):
-    """One page of a source, with why it failed (failure_class is a stable code, error is for people)."""
+    """One page of a source, with why it failed (failure_class is a stable code, error is for people) or
+    why it was skipped (skip_reason, with the size of the text it had: skipped_chars)."""
 
     failure_label = serializers.SerializerMethodField()
+    skip_label = serializers.SerializerMethodField(
+        help_text='A skipped page\'s reason as people read it: "too little text".'
+    )
+    skip_reason = serializers.CharField(
+        read_only=True, help_text="Why it was skipped: too_short, link_list, search_page; empty otherwise."
+    )
+    skipped_chars = serializers.IntegerField(
+        read_only=True, help_text="The characters of text it had when it was skipped (0: not known)."
+    )
+    keep_short = serializers.BooleanField(
+        read_only=True, help_text="Indexed however little text it has (index-anyway); re-syncs keep it."
+    )
 
     def get_failure_label(self, document: Document) -> str:
         from ingestion.failures import FAILURE_LABELS
 
         return FAILURE_LABELS[document.failure_class][0] if document.failure_class in FAILURE_LABELS else ""
+
+    def get_skip_label(self, document: Document) -> str:
+        from ingestion.failures import skip_label
+
+        return skip_label(document.skip_reason) if document.skip_reason else ""
 
     class Meta:
         model = Document
@@ -130,6 +165,10 @@ class DocumentSerializer(serializers.ModelSerializer):
             "status",
             "failure_class",
             "failure_label",
+            "skip_reason",
+            "skip_label",
+            "skipped_chars",
+            "keep_short",
             "error",
             "attempts",
             "fetched_at",
@@ -172,6 +211,10 @@ class SourceCreateSerializer(serializers.Serializer):
     url = serializers.CharField(required=False, help_text="url, sitemap, feed: the address.")
     content = serializers.CharField(required=False, help_text="text: the text itself.")
     max_pages = serializers.IntegerField(required=False, help_text="sitemap, feed: most pages to crawl.")
+    keep_short_pages = serializers.BooleanField(
+        required=False,
+        help_text="url, sitemap, feed: index pages however little text they have instead of skipping them.",
+    )
 
 
 class SourceUploadSerializer(serializers.Serializer):

@@ -13,6 +13,11 @@ urlpatterns = [
         name="source-retry-failed",
     ),
     path("sources/<int:source_id>/documents", views.SourceDocumentsView.as_view(), name="source-documents"),
+    path(
+        "sources/<int:source_id>/documents/<int:document_id>/index-anyway",
+        views.DocumentIndexAnywayView.as_view(),
+        name="source-document-index-anyway",
+    ),
     path("workspace", search.WorkspaceSettingsView.as_view(), name="workspace-settings"),
     path("workspace/usage", usage.WorkspaceUsageView.as_view(), name="workspace-usage"),
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),

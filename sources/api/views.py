@@ -40,13 +40,16 @@ from sources.api.serializers import (
     SourceUploadSerializer,
     UploadedSourceSerializer,
 )
-from sources.models import Source
+from sources.models import Document, Source, Status
 
 ENVELOPE_FIELDS = {"kind", "title", "agent", "schedule", "audiences", "metadata"}
 LABEL_FIELDS = ("audiences", "metadata")
 ERRORS = {401: ErrorSerializer, 402: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such source in your workspace.")}
 SOURCE_ID = OpenApiParameter("source_id", int, OpenApiParameter.PATH, description="The source's id.")
+DOCUMENT_ID = OpenApiParameter(
+    "document_id", int, OpenApiParameter.PATH, description="The id of one of the source's documents."
+)
 
 
 def _source(source_id: int) -> Source:
@@ -254,13 +257,13 @@ class SourceDetailView(WorkspaceAPIView):
 
 
 class SourceDocumentsView(WorkspaceAPIView):
-    """A source's pages, filtered by ?status (e.g. failed), a page at a time."""
+    """A source's pages, filtered by ?status (e.g. failed, skipped), a page at a time."""
 
     @extend_schema(
         operation_id="sources_documents_list",
         parameters=[
             SOURCE_ID,
-            OpenApiParameter("status", str, enum=["pending", "crawling", "indexing", "done", "failed"]),
+            OpenApiParameter("status", str, enum=list(Status.values)),
             Q_PARAMETER,
             *PAGE_PARAMETERS,
         ],
@@ -327,6 +330,36 @@ class SourceRetryFailedView(WorkspaceAPIView):
             raise ValidationError({"source": ["This source has no failed pages, or it is being processed."]})
         source.refresh_from_db()
         return Response({**SourceSerializer(source).data, "retried": queued}, status=status.HTTP_202_ACCEPTED)
+
+
+class DocumentIndexAnywayView(WorkspaceAPIView):
+    """Index a skipped page after all: it is fetched again and kept however little text it has, and stays
+    kept through re-syncs (`keep_short`)."""
+
+    @extend_schema(
+        operation_id="sources_documents_index_anyway",
+        parameters=[SOURCE_ID, DOCUMENT_ID],
+        request=None,
+        responses={
+            202: OpenApiResponse(DocumentSerializer, description="Queued: fetched again and indexed."),
+            400: OpenApiResponse(
+                ErrorSerializer, description="The page is not skipped, or its source is being processed."
+            ),
+            404: OpenApiResponse(ErrorSerializer, description="No such source or page in your workspace."),
+            **ERRORS,
+        },
+        summary="Index a skipped page anyway.",
+    )
+    def post(self, request: Request, source_id: int, document_id: int) -> Response:
+        document = Document.objects.filter(id=document_id, source_id=_source(source_id).id).first()
+        if document is None:
+            raise Http404
+        try:
+            lifecycle.index_anyway(document=document)
+        except KindError as exc:
+            raise ValidationError(exc.errors) from exc
+        document.refresh_from_db()
+        return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
 
 
 SourcePreview = inline_serializer(
