@@ -64,9 +64,11 @@ def source_add(
 
 def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
     """The source's settings form: title, schedule (for kinds that sync again), pause, hidden while paused,
-    audiences, metadata and chunking (a change of those three indexes it again, once). Unticked boxes are
-    absent from a form post, so the two switches are read as present-or-not."""
-    schedule = str(form.get("schedule") or "") if get_kind(source.kind).resyncable else None
+    keep short pages (web pages), audiences, metadata and chunking (a change of those three indexes it again,
+    once). Unticked boxes are absent from a form post, so the switches are read as present-or-not."""
+    kind = get_kind(source.kind)
+    schedule = str(form.get("schedule") or "") if kind.resyncable else None
+    keeps_short = "keep_short_pages" in kind.config_model.model_fields
     new_labels = form_labels(form, empty_is_public=True)
     chunking = form_chunking(form)
     if chunking is not None:
@@ -77,6 +79,7 @@ def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
         schedule=schedule or None,
         paused=_ticked(form.get("paused")),
         hidden_while_paused=_ticked(form.get("hidden_while_paused")),
+        keep_short_pages=_ticked(form.get("keep_short_pages")) if keeps_short else None,
     )
     chunk_settings.settings_then_labels(
         source=source,

@@ -22,6 +22,7 @@ STATUS_LABELS = {
     Status.INDEXING: "Indexing",
     Status.DONE: "Done",
     Status.FAILED: "Failed",
+    Status.SKIPPED: "Skipped",
 }
 
 
@@ -47,6 +48,8 @@ def add_dialog_kinds() -> list[dict[str, Any]]:
 
 def source_row(source: Source) -> dict[str, Any]:
     """Everything a row of the sources table shows, for the template and the live refresh alike."""
+    from ingestion.failures import counted_skips
+
     kind = get_kind(source.kind)
     # Ingestion writes progress with queryset updates, which leave auto_now's updated_at alone; the time
     # indexing finished is the better "last update" then.
@@ -67,8 +70,14 @@ def source_row(source: Source) -> dict[str, Any]:
         "pages_total": source.pages_total,
         "pages_done": source.pages_done,
         "pages_failed": source.pages_failed,
+        "pages_skipped": source.pages_skipped,
+        # "30 too little text, 2 only lists of links", as failures are counted by class.
+        "skipped_summary": counted_skips(source.pages_skipped_by_reason or {}),
         "pages_left": source.pages_left,
         "chunks_count": source.chunks_count,
+        # The kind's "keep short pages" option (web pages): whether it has one, and whether it is on.
+        "keeps_short_option": "keep_short_pages" in kind.config_model.model_fields,
+        "keep_short_pages": bool(source.config.get("keep_short_pages")),
         "updated_at": updated_at,
         "updated_ago": _ago(updated_at),
         "recrawlable": kind.resyncable,
@@ -88,6 +97,7 @@ def source_row(source: Source) -> dict[str, Any]:
                 source.pages_total,
                 source.pages_done,
                 source.pages_failed,
+                source.pages_skipped,
                 source.chunks_count,
                 updated_at.isoformat(),
                 source.error,
@@ -182,6 +192,28 @@ def _in(moment: Any) -> str:
 
 def schedule_choices() -> list[tuple[str, str]]:
     return list(Schedule.choices)
+
+
+def skipped_pages(source: Source, *, limit: int = 500) -> list[dict[str, Any]]:
+    """A source's skipped pages with their reasons and the size of their text, for the pages list, where
+    the admin can index one anyway (the API pages them)."""
+    from ingestion.failures import skip_label
+
+    with workspace_scope(source.workspace_id):
+        documents = source.documents.filter(status=Status.SKIPPED).order_by("id")[:limit]
+        return [
+            {
+                "id": d.id,
+                "url": d.url,
+                "title": d.title if d.title and d.title != d.url else "",
+                "reason": skip_label(d.skip_reason) if d.skip_reason else "",
+                "error": d.error,
+                "error_detail": d.error_detail,
+                "chars": d.skipped_chars,
+                "keep_short": d.keep_short,
+            }
+            for d in documents
+        ]
 
 
 def failed_pages(source: Source, *, limit: int = 500) -> list[dict[str, Any]]:

@@ -133,7 +133,7 @@ def test_an_owner_adds_every_kind_of_source_and_watches_it_finish(
     add_web_source(page, "url", site.url("/gone"))
     help_center = row(page, "Help center")
     expect(help_center).to_have_attribute("data-status", "done", timeout=PROCESSING)
-    expect(help_center.locator("[data-field=pages]")).to_have_text("2 pages done")
+    expect(help_center.locator("[data-field=pages]")).to_have_text("2 pages indexed")
     gone = row(page, site.url("/gone"))
     expect(gone).to_have_attribute("data-status", "failed", timeout=PROCESSING)
     expect(gone.locator("[data-field=error]")).to_be_visible()
@@ -176,7 +176,7 @@ def test_an_owner_adds_every_kind_of_source_and_watches_it_finish(
     help_center.get_by_role("button", name="Recrawl").click()
     expect(page.locator(".flash-msg").last).to_contain_text("recrawl started")
     expect(help_center).to_have_attribute("data-status", "done", timeout=PROCESSING)
-    expect(help_center.locator("[data-field=pages]")).to_have_text("2 pages done")
+    expect(help_center.locator("[data-field=pages]")).to_have_text("2 pages indexed")
 
     help_center.get_by_role("link", name="Delete").click()
     confirm = page.locator("#delete-dialog")

@@ -65,10 +65,10 @@ def test_rows_use_the_kinds_unit_and_offer_reindex_only_where_it_helps(client, o
             config={"url": "https://acme.example/pricing"},
         )
     client.force_login(owner)
-    assert "1 text done" in row_html(client, agent, "Hours")
-    assert "3 items done" in row_html(client, agent, "Blog")
+    assert "1 text indexed" in row_html(client, agent, "Hours")
+    assert "3 items indexed" in row_html(client, agent, "Blog")
     pricing = row_html(client, agent, "Pricing")
-    assert "1 page done" in pricing
+    assert "1 page indexed" in pricing
     assert ">Reindex</button>" in pricing and "Nothing is fetched" in pricing
     assert ">Recrawl</button>" in pricing and "Fetch the pages again now" in pricing
     broken = row_html(client, agent, "Broken.pdf")

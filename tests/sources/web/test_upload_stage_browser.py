@@ -46,7 +46,7 @@ def test_a_pdfs_row_shows_its_stage_while_it_is_parsed_and_embedded(
             break
         time.sleep(0.2)
     assert status == "Done", row.inner_text()
-    assert "15 sections done" in row.inner_text() and not row.locator("[data-field=stage]").count()
+    assert "15 sections indexed" in row.inner_text() and not row.locator("[data-field=stage]").count()
     assert stages, "the row never said where the job had got to"
     assert all(s.startswith((*PARSE_STAGES, "Embedding section")) for s in stages), stages
     # In order: no parse stage after embedding has begun.
