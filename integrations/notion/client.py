@@ -3,12 +3,13 @@
 Why not the notion-client SDK: it can be pointed at a base URL, but it hides the response headers
 (Retry-After) inside its exception and adds its own retries on top of ours; the connector needs the
 shared per-connection rate (integrations/http.py) on every call and its own failure classes. The calls
-used are few and documented: search, pages, databases/query, blocks/children.
+used are few and documented: search, pages, databases/query, blocks and blocks/children.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -18,7 +19,11 @@ from integrations.errors import ObjectGone, ProviderRateLimited, ReconnectNeeded
 from integrations.http import json_of, pause_connection, raise_for_common, send, wait_for_turn
 from integrations.models import Connection, Provider
 
+log = logging.getLogger(__name__)
+
 PAGE_SIZE = 100
+# A paginated list is read up to this many pages (of PAGE_SIZE): 50,000 pages shared with the integration.
+MAX_LIST_PAGES = 500
 
 
 class NotionClient:
@@ -73,26 +78,33 @@ class NotionClient:
         return self.call("POST", "/v1/search", json=body)
 
     def search_all(self, *, object_type: str | None = None) -> Iterator[dict]:
-        cursor = None
-        while True:
-            answer = self.search(cursor=cursor, object_type=object_type)
-            yield from answer.get("results", [])
-            cursor = answer.get("next_cursor")
-            if not answer.get("has_more") or not cursor:
-                return
+        return self._every(lambda cursor: self.search(cursor=cursor, object_type=object_type), "search")
 
     def database_rows(self, database_id: str) -> Iterator[dict]:
         """Every row (page) of a database, through /v1/databases/{id}/query's cursor."""
-        cursor = None
-        while True:
+
+        def ask(cursor: str | None) -> dict:
             body: dict[str, Any] = {"page_size": PAGE_SIZE}
             if cursor:
                 body["start_cursor"] = cursor
-            answer = self.call("POST", f"/v1/databases/{database_id}/query", json=body)
+            return self.call("POST", f"/v1/databases/{database_id}/query", json=body)
+
+        return self._every(ask, f"database {database_id}")
+
+    def _every(self, ask: Callable[[str | None], dict], what: str) -> Iterator[dict]:
+        """The results of every page of a paginated list (`has_more`/`next_cursor`), up to MAX_LIST_PAGES
+        pages; a cursor seen before ends it too. A listing that stopped early is logged: what it did not
+        see is kept while it exists (NotionKind.listing)."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_LIST_PAGES):
+            answer = ask(cursor)
             yield from answer.get("results", [])
             cursor = answer.get("next_cursor")
-            if not answer.get("has_more") or not cursor:
+            if not answer.get("has_more") or not cursor or cursor in seen:
                 return
+            seen.add(cursor)
+        log.warning("Notion %s stopped after %s pages of results", what, MAX_LIST_PAGES)
 
     # --- objects ----------------------------------------------------------------------------------------
 
@@ -109,16 +121,17 @@ class NotionClient:
             raise ObjectGone("This database was deleted in Notion.", f"database {database_id} archived")
         return database
 
+    def block(self, block_id: str) -> dict:
+        """One block (GET /v1/blocks/{id}), with its `parent`; ObjectGone when not shared or deleted."""
+        return self.call("GET", f"/v1/blocks/{block_id}")
+
     def block_children(self, block_id: str) -> list[dict]:
         """Every child of a block or page, through the cursor of /v1/blocks/{id}/children."""
-        blocks: list[dict] = []
-        cursor = None
-        while True:
+
+        def ask(cursor: str | None) -> dict:
             params: dict[str, Any] = {"page_size": PAGE_SIZE}
             if cursor:
                 params["start_cursor"] = cursor
-            answer = self.call("GET", f"/v1/blocks/{block_id}/children", params=params)
-            blocks.extend(answer.get("results", []))
-            cursor = answer.get("next_cursor")
-            if not answer.get("has_more") or not cursor:
-                return blocks
+            return self.call("GET", f"/v1/blocks/{block_id}/children", params=params)
+
+        return list(self._every(ask, f"block {block_id}'s children"))

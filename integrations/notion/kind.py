@@ -1,6 +1,7 @@
 """Notion pages and databases, picked from what the integration can see.
 
-A picked page is a document; with "include child pages", so is every page below it. A picked database
+A picked page is a document; with "include child pages", so is every page below it, at any depth and in
+any block (a toggle, a column, a synced block: integrations/notion/tree.py). A picked database
 is one document per row (its properties as `name: value` lines before the row's body). Documents keep
 the page's title and notion.so address, so citations link to Notion. Re-sync is incremental by
 `last_edited_time` (minute precision: see EDIT_TIME_PRECISION); a page that is archived, deleted or no
@@ -18,6 +19,7 @@ from integrations.kind import ConnectedConfig, ConnectedKind, PickedItem
 from integrations.models import Connection, Provider
 from integrations.notion.client import NotionClient
 from integrations.notion.render import page_text, page_title
+from integrations.notion.tree import Places, descendants, is_gone
 from integrations.sync import Fetched, Item
 from sources.models import Source
 
@@ -61,11 +63,6 @@ def _item(page: dict) -> Item:
     )
 
 
-def _parent_id(obj: dict) -> str:
-    parent = obj.get("parent") or {}
-    return parent.get(parent.get("type", ""), "") if parent.get("type") != "workspace" else ""
-
-
 class NotionKind(ConnectedKind):
     name = "notion"
     label = "Notion"
@@ -84,10 +81,10 @@ class NotionKind(ConnectedKind):
                 "title": page_title(obj) or "Untitled",
                 "url": obj.get("url", ""),
                 "edited": obj.get("last_edited_time", ""),
-                "row": (obj.get("parent") or {}).get("type") == "database_id",
+                "row": (obj.get("parent") or {}).get("type") in ("database_id", "data_source_id"),
             }
             for obj in answer.get("results", [])
-            if not (obj.get("archived") or obj.get("in_trash"))
+            if not is_gone(obj)
         ]
         # Database rows come with their database; they are not offered one by one.
         offered = [o for o in offered if not o.pop("row")]
@@ -97,49 +94,41 @@ class NotionKind(ConnectedKind):
         client = NotionClient(connection)
         items: dict[str, Item] = {}
         roots: list[str] = []
+        databases: set[str] = set()
         for pick in source.config["items"]:
             try:
                 if pick.get("type") == "database":
                     client.database(pick["id"])
+                    databases.add(pick["id"])
                     for row in client.database_rows(pick["id"]):
-                        if not (row.get("archived") or row.get("in_trash")):
+                        if not is_gone(row):
                             items[row["id"]] = _item(row)
                 else:
                     items[pick["id"]] = _item(client.page(pick["id"]))
             except ObjectGone:
                 continue  # deleted or unshared: its documents leave with the listing
             roots.append(pick["id"])
-        if source.config.get("include_children") and roots:
-            for page in self._descendants(client, set(roots) | set(items)):
+        with_children = bool(source.config.get("include_children"))
+        objects = [o for o in client.search_all() if not is_gone(o)] if with_children and roots else []
+        places = Places(client, objects)
+        # What a page may sit in and belong to this source: a picked database; with child pages, any page
+        # or database reached below a pick, through pages, databases and blocks.
+        reached = set(databases) | (set(roots) | set(items) if with_children else set())
+        if objects:
+            pages, below = descendants(set(roots) | set(items), places)
+            reached |= below
+            for page in pages:
                 items.setdefault(page["id"], _item(page))
         # Search can lag behind Notion's edits: a known page missing from it is asked for directly, and kept
-        # while it exists under a page of this source.
+        # while it sits below this source's picks (or where the bounds of Places left its place unknown).
         for object_id in set(known) - set(items):
             try:
                 page = client.page(object_id)
             except ObjectGone:
                 continue
-            if _parent_id(page) in items or _parent_id(page) in roots:
+            if places.below(page, reached, through_pages=with_children):
                 items[object_id] = _item(page)
         return list(items.values())
-
-    def _descendants(self, client: NotionClient, roots: set[str]) -> list[dict]:
-        """Pages below the roots (child pages, child databases' rows), from one complete walk of search."""
-        objects = [o for o in client.search_all() if not (o.get("archived") or o.get("in_trash"))]
-        children: dict[str, list[dict]] = {}
-        for obj in objects:
-            children.setdefault(_parent_id(obj), []).append(obj)
-        found: list[dict] = []
-        frontier, seen = list(roots), set(roots)
-        while frontier:
-            for child in children.get(frontier.pop(), []):
-                if child["id"] in seen:
-                    continue
-                seen.add(child["id"])
-                frontier.append(child["id"])
-                if child.get("object") == "page":
-                    found.append(child)
-        return found
 
     def fetch(self, *, source: Source, connection: Connection, object_id: str) -> Fetched:
         client = NotionClient(connection)

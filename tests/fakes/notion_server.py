@@ -1,7 +1,11 @@
 """A fake Notion API on 127.0.0.1 with payloads shaped like developers.notion.com documents them
 (Notion-Version 2022-06-28): OAuth (consent page, token, revoke), /v1/search, pages, databases and their
-query, block children, each with `has_more`/`next_cursor` pagination (a small page size forces several
-pages). Faults are scripted: `fail_next` answers 5xx, `rate_limit_next` 429 with Retry-After."""
+query, blocks and block children, each list with `has_more`/`next_cursor` pagination (a small page size
+forces several pages). Parents as documented: a page or database sits in a page (`page_id`), a database
+(`database_id`), a block (`block_id`: a toggle, a column ...) or the workspace; a block in a page or a
+block; a page made in a page or block shows there as a child_page block (`has_children` on its block),
+and is shared through what it sits in. last_edited_time is rounded down to the minute, as Notion does.
+Faults are scripted: `fail_next` answers 5xx, `rate_limit_next` 429 with Retry-After."""
 
 from __future__ import annotations
 
@@ -74,7 +78,10 @@ class FakeNotion:
     page_size: int = 2
     objects: dict[str, dict] = field(default_factory=dict)  # pages and databases by id
     children: dict[str, list[dict]] = field(default_factory=dict)  # block or page id -> blocks
+    blocks: dict[str, dict] = field(default_factory=dict)  # every block by id, with its `parent`
     shared: set[str] = field(default_factory=set)  # ids the integration may see
+    # Notion's search index lags behind edits: these exist (GET answers) but search doesn't list them yet.
+    not_indexed_yet: set[str] = field(default_factory=set)
     tokens: set[str] = field(default_factory=set)
     refresh_tokens: set[str] = field(default_factory=set)
     codes: dict[str, str] = field(default_factory=dict)  # code -> redirect_uri
@@ -92,7 +99,9 @@ class FakeNotion:
     def reset(self) -> None:
         self.objects.clear()
         self.children.clear()
+        self.blocks.clear()
         self.shared.clear()
+        self.not_indexed_yet.clear()
         self.tokens.clear()
         self.refresh_tokens.clear()
         self.codes.clear()
@@ -112,14 +121,35 @@ class FakeNotion:
         self.pinned_minute = minute_of(datetime.now(UTC))
         return self.pinned_minute
 
+    def _parent_ref(self, parent_id: str) -> dict:
+        """A block's parent as Notion gives it: the page for a page's own blocks, else the block."""
+        if parent_id in self.objects:
+            return {"type": "page_id", "page_id": parent_id}
+        return {"type": "block_id", "block_id": parent_id}
+
     def _keep_children(self, parent_id: str, blocks: list[dict]) -> None:
         kept = []
         for b in blocks:
             nested = b.pop("_children", [])
+            b["parent"] = self._parent_ref(parent_id)
+            self.blocks[b["id"]] = b
             kept.append(b)
             if nested:
                 self._keep_children(b["id"], nested)
         self.children[parent_id] = kept
+
+    def _show_in_parent(self, parent: str, parent_type: str, kind: str, object_id: str, title: str) -> None:
+        """A page or database made in a page or a block shows there as a child_page (child_database)
+        block with the same id, as in Notion; the block holding it now has children."""
+        if parent_type not in ("page_id", "block_id"):
+            return
+        shown = {**block(kind, title=title), "id": object_id, "has_children": False}
+        shown.pop("_children", None)
+        shown["parent"] = self._parent_ref(parent)
+        self.children.setdefault(parent, []).append(shown)
+        self.blocks[object_id] = shown
+        if parent_type == "block_id":
+            self.blocks[parent]["has_children"] = True
 
     def add_page(
         self,
@@ -149,17 +179,21 @@ class FakeNotion:
             "url": f"https://www.notion.so/{title.replace(' ', '-')}-{page_id.replace('-', '')}",
         }
         self._keep_children(page_id, blocks)
-        if parent and parent_type == "page_id":
-            # The parent page shows it as a child_page block, as Notion does.
-            self.children.setdefault(parent, []).append(
-                {**block("child_page", title=title), "id": page_id, "has_children": False}
-            )
-            self.children[parent][-1].pop("_children", None)
+        if parent:
+            self._show_in_parent(parent, parent_type, "child_page", page_id, title)
         if shared:
             self.shared.add(page_id)
         return page_id
 
-    def add_database(self, title: str, schema: dict, *, parent: str | None = None) -> str:
+    def add_database(
+        self,
+        title: str,
+        schema: dict,
+        *,
+        parent: str | None = None,
+        parent_type: str = "page_id",
+        shared: bool = True,
+    ) -> str:
         database_id = new_id()
         self.objects[database_id] = {
             "object": "database",
@@ -168,13 +202,16 @@ class FakeNotion:
             "last_edited_time": self._tick(),
             "archived": False,
             "in_trash": False,
-            "parent": {"type": "page_id", "page_id": parent}
+            "parent": {"type": parent_type, parent_type: parent}
             if parent
             else {"type": "workspace", "workspace": True},
             "properties": schema,
             "url": f"https://www.notion.so/{database_id.replace('-', '')}",
         }
-        self.shared.add(database_id)
+        if parent:
+            self._show_in_parent(parent, parent_type, "child_database", database_id, title)
+        if shared:
+            self.shared.add(database_id)
         return database_id
 
     def edit_page(self, page_id: str, blocks: list[dict]) -> None:
@@ -222,17 +259,18 @@ class FakeNotion:
             return self._api(request)
 
     def _visible(self, object_id: str) -> dict | None:
-        obj = self.objects.get(object_id)
-        if obj is None:
-            return None
-        # Rows and child pages are shared through their parent, as in Notion.
-        seen, current = set(), obj
-        while current is not None and current["id"] not in seen:
-            if current["id"] in self.shared:
+        """The page, database or block if the integration may see it: shared itself, or through what it
+        sits in (rows through their database, child pages through their page, blocks included)."""
+        obj = self.objects.get(object_id) or self.blocks.get(object_id)
+        seen, current = set(), object_id
+        while current and current not in seen:
+            if current in self.shared:
                 return obj
-            seen.add(current["id"])
-            parent = current["parent"]
-            current = self.objects.get(parent.get(parent["type"])) if parent["type"] != "workspace" else None
+            seen.add(current)
+            # A page's own entry says where it sits; its child_page block (same id) says the same.
+            here = self.objects.get(current) or self.blocks.get(current)
+            parent = here["parent"] if here else {"type": "workspace"}
+            current = parent.get(parent["type"]) if parent["type"] != "workspace" else None
         return None
 
     def _api(self, request: Request) -> Answer:
@@ -245,6 +283,7 @@ class FakeNotion:
                 o
                 for o in self.objects.values()
                 if self._visible(o["id"])
+                and o["id"] not in self.not_indexed_yet
                 and (not wanted or o["object"] == wanted)
                 and query in _title(o).lower()
             ]
@@ -263,11 +302,22 @@ class FakeNotion:
                 if o["parent"].get("database_id") == parts[2] and not o["archived"]
             ]
             return Answer(200, self._paged(rows, request.json().get("start_cursor"), "page_or_database"))
+        if len(parts) == 3 and parts[1] == "blocks" and request.method == "GET":
+            # Retrieve a block: a page's id answers as its child_page block.
+            found = self._visible(parts[2])
+            if found is None:
+                return Answer(404, _not_found(parts[2]))
+            if found.get("object") == "block":
+                return Answer(200, found)
+            shown = block("child_page", title=_title(found))
+            shown.pop("_children")
+            shown.update(
+                id=found["id"], parent=found["parent"], has_children=True, archived=found["archived"]
+            )
+            return Answer(200, shown)
         if len(parts) == 4 and parts[1] == "blocks" and parts[3] == "children":
             owner = parts[2]
-            if owner in self.objects and self._visible(owner) is None:
-                return Answer(404, _not_found(owner))
-            if owner not in self.children and owner not in self.objects:
+            if self._visible(owner) is None:
                 return Answer(404, _not_found(owner))
             return Answer(
                 200, self._paged(self.children.get(owner, []), request.query.get("start_cursor"), "block")
