@@ -1,13 +1,16 @@
 """The main text of a web page, without its navigation, and the pages not worth keeping.
 
-trafilatura does the extraction from HTML we fetched ourselves (its own fetcher would bypass our address
-checks), in its fast mode (no readability/jusText fallback) and without its metadata pass: the same text on
-the shared sites in about half the time. A page is dropped, with a reason, when it is a "not found" page
-served as 200, a bot wall, a page whose text a script builds (decided from the markup: an empty app root, a
-noscript warning, a state blob in place of the text), a site's search page (a search form whose noscript asks
-for JavaScript to search: scripts would only add the results of a query, so it never goes to the browser), or
-when it has no prose at all. Length alone decides nothing: a one-sentence release note is a page a reader
-wants, while a shell whose only text is its navigation is not, however long that navigation is.
+The main content is found as a whole and rendered block by block (main_text.py: nothing inside it is
+dropped for its length or its links); only a page with no element holding its paragraphs (text in bare
+divs) goes to trafilatura, from HTML we fetched ourselves (its own fetcher would bypass our address
+checks), in its fast mode and without its metadata pass. A page is dropped, with a reason, when it is a
+"not found" page served as 200, a bot wall, a page whose text a script builds (decided from the markup: an
+empty app root, a noscript warning, a state blob in place of the text), a site's search page (a search form
+whose noscript asks for JavaScript to search: scripts would only add the results of a query, so it never
+goes to the browser). It is skipped (`DroppedPage.skipped`: shown apart from failures, and the admin can
+index it anyway) when it has no paragraph and is a list of links (a table of contents, by the share of its
+text inside links) or only a title and a label. Length alone decides nothing: a one-sentence release note
+is a page a reader wants, while a shell whose only text is its navigation is not, however long it is.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ from lxml.html import HtmlElement
 from trafilatura.metadata import extract_title
 from trafilatura.utils import load_html
 
+from ingestion.crawl.main_text import main_text
+
 # Below this many characters of prose, a page whose markup says scripts build it goes to the browser.
 MIN_TEXT_CHARS = 200
-# One real sentence is enough to keep a page; less than that (a title and navigation) is dropped.
-MIN_PROSE_CHARS = 60
-# Text this long is kept even without sentences (an API index, a glossary, a table of figures).
-KEEP_WITHOUT_PROSE_CHARS = 2000
+# A page with no paragraph is kept when it has this many words besides its title (code, a table); fewer is a
+# title and a label, skipped as too short.
+MIN_WORDS = 8
+# A page without a paragraph whose text is mostly inside links is a table of contents or an index.
+LINK_LIST_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -135,16 +141,22 @@ def extract_page(
     # The title is all the metadata we keep, so trafilatura's metadata pass (dates, authors, categories: half
     # of its time) is skipped; its title rules run alone, before extraction prunes the tree.
     main_title = _clean_title(extract_title(tree) or "")
-    document = trafilatura.bare_extraction(
-        tree,
-        url=url,
-        with_metadata=False,
-        include_comments=False,
-        include_tables=True,
-        deduplicate=False,
-        fast=True,
-    )
-    text = _clean_text(document.text if document is not None and document.text else "")
+    main = main_text(tree, keep_link_lists=keep_short)
+    if main is not None:
+        text, link_share = _clean_text(main.text), main.link_share
+    else:
+        # No element holds the page's paragraphs (text in bare divs): trafilatura's judgement of each element.
+        document = trafilatura.bare_extraction(
+            tree,
+            url=url,
+            with_metadata=False,
+            include_comments=False,
+            include_tables=True,
+            deduplicate=False,
+            fast=True,
+        )
+        text = _clean_text(document.text if document is not None and document.text else "")
+        link_share = 0.0
     title = main_title or page_title
     language = (language or "").split("-")[0].lower() or None
 
@@ -159,21 +171,30 @@ def extract_page(
         len(text) < 1000 and _NOT_FOUND.search(text[:300])
     ):
         raise DroppedPage("not_found", f"{url}: title {page_title!r}")
+    if not text and link_share >= LINK_LIST_SHARE and not keep_short:
+        raise DroppedPage("link_list", f"{url}: only links ({link_share:.0%} of its text)")
     if not text:
         raise DroppedPage("empty", f"{url}: no main text found")
-    if prose < MIN_PROSE_CHARS and len(text) < KEEP_WITHOUT_PROSE_CHARS and not keep_short:
-        raise DroppedPage(
-            "too_short",
-            f"{url}: {len(text)} characters, {prose} of them prose (fewer than {MIN_PROSE_CHARS})",
-            text_chars=len(text),
-        )
+    if not prose and not keep_short:
+        # No paragraph at all: a list of links is skipped as such; a few words (a title, a label) as too
+        # short; anything else (code, a table, a glossary) is a reference page and kept.
+        if link_share >= LINK_LIST_SHARE:
+            raise DroppedPage(
+                "link_list",
+                f"{url}: {link_share:.0%} of its text is links, no paragraph",
+                text_chars=len(text),
+            )
+        words = len(text.split()) - len(title.split())
+        if words < MIN_WORDS:
+            raise DroppedPage("too_short", f"{url}: {words} words besides the title", text_chars=len(text))
     return ExtractedPage(title=title or url, text=text, language=language)
 
 
 def prose_chars(text: str) -> int:
-    """Characters in lines that read as sentences, as opposed to navigation, labels and link lists: six
-    words or more ending like a sentence, any line of 80 characters or more, or a line of CJK text. A short
-    line asking for JavaScript is no prose."""
+    """Characters in blocks that read as sentences, as opposed to navigation, labels and link lists: a
+    paragraph (hard-wrapped lines joined: the main text has a block per line) of four words or more ending
+    like a sentence, any block of 80 characters or more, or a block of CJK text. A short line asking for
+    JavaScript is no prose."""
     total = 0
     for line in text.splitlines():
         line = line.strip().lstrip("-*• ").strip()
@@ -181,7 +202,7 @@ def prose_chars(text: str) -> int:
             continue
         if (
             len(line) >= 80
-            or (len(line.split()) >= 6 and _SENTENCE_END.search(line))
+            or (len(line.split()) >= 4 and _SENTENCE_END.search(line))
             or (len(line) >= 20 and _CJK.search(line))
         ):
             total += len(line)

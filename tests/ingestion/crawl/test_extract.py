@@ -153,10 +153,16 @@ def test_a_long_page_mentioning_javascript_or_captcha_is_kept() -> None:
     assert "CAPTCHA widget" in extract_page(_html("Forms guide", body), "https://a.test/forms").text
 
 
-def test_short_pages_are_dropped() -> None:
+def test_a_page_of_a_title_and_a_label_is_skipped_as_too_short() -> None:
     with pytest.raises(DroppedPage) as caught:
-        extract_page(_html("Hi", "<article><p>Just a short note here.</p></article>"), "https://a.test/")
-    assert caught.value.reason in ("too_short", "empty")
+        extract_page(_html("Hi", "<article><h1>Hi</h1><p>Draft</p></article>"), "https://a.test/")
+    assert caught.value.reason == "too_short"
+    assert caught.value.skipped and caught.value.text_chars == len("Hi\nDraft")
+
+
+def test_a_one_line_sentence_is_a_page_worth_keeping() -> None:
+    page = extract_page(_html("Hi", "<article><p>Just a short note here.</p></article>"), "https://a.test/")
+    assert page.text == "Just a short note here."
 
 
 def test_empty_input_is_dropped() -> None:
@@ -254,3 +260,94 @@ def test_a_search_page_without_a_form_is_not_taken_for_one() -> None:
     with pytest.raises(DroppedPage) as caught:
         extract_page(_html("Search", body), "https://a.test/search")
     assert caught.value.reason == "needs_javascript"
+
+
+# Issue #52: the classes of loss found on unseen sites, each on markup that shows it.
+HARD_WRAPPED = """<div role="main"><h1>Release 4.2.1</h1>
+<p>Fixes a security issue
+and several bugs.</p>
+<p>Released on
+2022-10-14.</p></div>"""
+
+
+def test_hard_wrapped_short_release_notes_are_kept_as_whole_sentences() -> None:
+    """Class: prose judged line by line, so a page of sentences wrapped at ~72 columns read as navigation."""
+    page = extract_page(_html("Release 4.2.1", HARD_WRAPPED), "https://a.test/r")
+    assert "Fixes a security issue and several bugs." in page.text.splitlines()
+    assert "Released on 2022-10-14." in page.text.splitlines()
+
+
+DOCBOOK = """
+<div class="navheader"><table width="100%" summary="Navigation header">
+<tr><th colspan="3" align="center">Chapter 2. First steps</th></tr>
+<tr><td align="left"><a accesskey="p" href="start.html">Prev</a> </td><th></th>
+<td align="right"> <a accesskey="n" href="next.html">Next</a></td></tr></table><hr/></div>
+<div class="chapter"><div class="titlepage"><h1 class="title">Chapter 2. First steps</h1></div>
+<div class="toc"><p><b>Table of Contents</b></p><dl class="toc">
+<dt><span class="section"><a href="#a">2.1. Workflow</a></span></dt>
+<dt><span class="section"><a href="#b">2.2. Choose your program</a></span></dt>
+<dt><span class="section"><a href="#c">2.3. Get the program</a></span></dt></dl></div>
+<p>The package can be installed with <span class="command"><strong>apt install</strong></span>
+<code class="literal">evolution</code>, which pulls in its
+<em>dependencies</em> too.</p>
+<div class="tip" style="margin-left: 0.5in"><table border="0" summary="Tip">
+<tr><td rowspan="2" align="center" valign="top" width="25"><img alt="[Tip]" src="tip.png"/></td>
+<th align="left">Tip</th></tr>
+<tr><td align="left" valign="top"><p>Run <code>lintian</code> on every build to catch
+policy violations early.</p></td></tr></table></div>
+<div class="note"><h3 class="title">Note</h3><p>Back to basics: a source package is
+a tarball plus a <code>debian</code> directory.</p></div>
+</div>
+<div class="navfooter"><hr/><table width="100%" summary="Navigation footer">
+<tr><td align="left"><a accesskey="p" href="start.html">Prev</a> </td>
+<td align="center"><a accesskey="h" href="index.html">Home</a></td>
+<td align="right"> <a accesskey="n" href="next.html">Next</a></td></tr></table></div>"""
+
+
+def test_docbook_keeps_sentences_with_inline_markup_and_admonitions_without_navigation() -> None:
+    """Classes: a sentence cut before its first inline element; paragraphs in tip/note boxes (layout tables)
+    dropped; navigation bars and the chapter's table of contents indexed as text."""
+    page = extract_page(_html("Chapter 2. First steps", DOCBOOK), "https://a.test/first.html")
+    lines = page.text.splitlines()
+    assert (
+        "The package can be installed with apt install evolution, which pulls in its dependencies too."
+        in lines
+    )
+    assert "Run lintian on every build to catch policy violations early." in lines
+    assert "Back to basics: a source package is a tarball plus a debian directory." in lines
+    for navigation in ("Prev", "Next", "Home", "Choose your program", "Table of Contents"):
+        assert navigation not in page.text
+
+
+def test_a_short_definition_whose_text_is_half_a_link_is_kept() -> None:
+    """Class: a configuration value's one-line description dropped for its link density."""
+    body = (
+        "<div role='main'><h1>Configuration</h1><p>" + LOREM + "</p><dl><dt>epub_basename</dt><dd><p>The "
+        "basename for the epub file. It defaults to the <a href='#project'><code>project</code></a> name.</p>"
+        "</dd></dl></div>"
+    )
+    page = extract_page(_html("Configuration", body), "https://a.test/config")
+    assert "The basename for the epub file. It defaults to the project name." in page.text
+
+
+def test_a_table_of_contents_is_skipped_as_a_list_of_links_unless_kept() -> None:
+    """A page that is only links is skipped by the share of its text in links, whatever its length."""
+    links = "".join(
+        f"<li><a href='/api/{i}.html'>Module number {i} of the API reference</a></li>" for i in range(60)
+    )
+    html = _html("API index", f"<div role='main'><h1>API index</h1><ul>{links}</ul></div>")
+    with pytest.raises(DroppedPage) as caught:
+        extract_page(html, "https://a.test/api/")
+    assert caught.value.reason == "link_list" and caught.value.skipped
+    kept = extract_page(html, "https://a.test/api/", keep_short=True)
+    assert "Module number 59 of the API reference" in kept.text
+
+
+def test_a_man_page_keeps_the_one_line_description_in_its_header() -> None:
+    body = (
+        "<div id='header'><h1>git-check-attr(1) Manual Page</h1><h2>NAME</h2><div class='sectionbody'>"
+        "<p>git-check-attr - Display gitattributes information</p></div></div>"
+        f"<div id='content'><div class='sect1'><h2>DESCRIPTION</h2><p>{LOREM * 6}</p></div></div>"
+    )
+    page = extract_page(_html("git-check-attr(1)", body), "https://a.test/git-check-attr.html")
+    assert "git-check-attr - Display gitattributes information" in page.text
