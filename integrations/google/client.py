@@ -21,7 +21,8 @@ from integrations.models import Connection, Provider
 
 DOC_MIME = "application/vnd.google-apps.document"
 FOLDER_MIME = "application/vnd.google-apps.folder"
-FILE_FIELDS = "id,name,mimeType,modifiedTime,version,webViewLink,trashed,parents"
+SHORTCUT_MIME = "application/vnd.google-apps.shortcut"
+FILE_FIELDS = "id,name,mimeType,modifiedTime,version,webViewLink,trashed,parents,shortcutDetails"
 QUOTA_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded"}
 PAGE_SIZE = 100
 
@@ -113,12 +114,23 @@ class DriveClient:
                 return
 
     def file(self, file_id: str) -> dict:
+        """A file's metadata; ObjectGone when it is trashed (the evidence: `trashed: true`) or answers
+        404/403 (deleted, or no longer shared with the account)."""
         found = self.call(
             f"/drive/v3/files/{file_id}", params={"fields": FILE_FIELDS, "supportsAllDrives": "true"}
         )
         if found.get("trashed"):
             raise ObjectGone("This document was deleted in Google Drive.", f"file {file_id} trashed")
         return found
+
+    def target(self, found: dict) -> dict:
+        """What a file stands for: a shortcut's target (its own metadata), any other file itself."""
+        if found.get("mimeType") != SHORTCUT_MIME:
+            return found
+        target_id = (found.get("shortcutDetails") or {}).get("targetId")
+        if not target_id:
+            raise ObjectGone("This shortcut points nowhere.", f"shortcut {found.get('id')} has no target")
+        return self.file(target_id)
 
     def export_text(self, file_id: str) -> str:
         return self.call(f"/drive/v3/files/{file_id}/export", params={"mimeType": "text/plain"}, raw=True)

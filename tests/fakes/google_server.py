@@ -1,8 +1,12 @@
 """A fake Google (OAuth 2 and Drive API v3) on 127.0.0.1, with payloads shaped like Google documents them:
 the consent page, /token (authorization_code with PKCE S256, refresh_token, invalid_grant), /revoke,
 drive/v3 about, files.list (its `q` language for the clauses the connector sends, `nextPageToken`),
-files.get, files.export as text/plain. Faults: `fail_next` (503), `quota_next` (403 userRateLimitExceeded),
-`expire_tokens()` (every access token answers 401 until refreshed)."""
+files.get, files.export as text/plain. Answers hold only the `fields` asked for (Drive's defaults
+otherwise); files carry `parents`, `trashed` (a trashed file keeps answering files.get, with trashed:
+true), `version` (one more on every change, a move included) and `modifiedTime` with milliseconds;
+shortcuts (application/vnd.google-apps.shortcut) carry `shortcutDetails` (targetId, targetMimeType).
+Faults: `fail_next` (503), `quota_next` (403 userRateLimitExceeded), `expire_tokens()` (every access
+token answers 401 until refreshed)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import re
 import secrets
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from tests.fakes.provider_http import Answer, Request
@@ -21,6 +26,10 @@ CLIENT_ID = "google-test-client.apps.googleusercontent.com"
 CLIENT_SECRET = "google-test-secret"
 DOC = "application/vnd.google-apps.document"
 FOLDER = "application/vnd.google-apps.folder"
+SHORTCUT = "application/vnd.google-apps.shortcut"
+# What Drive answers when a request names no `fields`.
+DEFAULT_LIST_FIELDS = "kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType)"
+DEFAULT_FILE_FIELDS = "kind,id,name,mimeType"
 
 
 def _error(code: int, reason: str, message: str, status: str) -> dict:
@@ -61,8 +70,10 @@ class FakeGoogle:
     # --- building a Drive ---------------------------------------------------------------------------
 
     def _stamp(self) -> str:
+        """modifiedTime as Drive gives it: RFC 3339 with milliseconds (each edit 1.234 s after the last)."""
         self.clock += 1
-        return f"2026-03-01T10:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
+        moment = datetime(2026, 3, 1, 10, tzinfo=UTC) + timedelta(milliseconds=1234 * self.clock)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
     def add_folder(self, name: str) -> str:
         folder_id = "fo" + secrets.token_hex(8)
@@ -94,6 +105,23 @@ class FakeGoogle:
         }
         self.texts[doc_id] = text
         return doc_id
+
+    def add_shortcut(self, name: str, target: str, *, folder: str = "root") -> str:
+        """A shortcut (files.create with shortcutDetails.targetId): its own id, name and parents."""
+        shortcut_id = "sc" + secrets.token_hex(8)
+        self.files[shortcut_id] = {
+            "kind": "drive#file",
+            "id": shortcut_id,
+            "name": name,
+            "mimeType": SHORTCUT,
+            "modifiedTime": self._stamp(),
+            "version": "1",
+            "webViewLink": f"https://drive.google.com/file/d/{shortcut_id}/view?usp=drivesdk",
+            "parents": [folder],
+            "trashed": False,
+            "shortcutDetails": {"targetId": target, "targetMimeType": self.files[target]["mimeType"]},
+        }
+        return shortcut_id
 
     def edit_doc(self, doc_id: str, text: str) -> None:
         self.texts[doc_id] = text
@@ -159,8 +187,9 @@ class FakeGoogle:
     def _drive(self, request: Request) -> Answer:
         parts = request.path.strip("/").split("/")
         if request.path == "/drive/v3/about":
-            return Answer(
-                200,
+            return self._fields(
+                request,
+                "user",
                 {
                     "user": {
                         "kind": "drive#user",
@@ -178,7 +207,7 @@ class FakeGoogle:
             body: dict = {"kind": "drive#fileList", "incompleteSearch": False, "files": page}
             if start + self.page_size < len(matches):
                 body["nextPageToken"] = str(start + self.page_size)
-            return Answer(200, body)
+            return self._fields(request, DEFAULT_LIST_FIELDS, body)
         if len(parts) >= 4 and parts[:3] == ["drive", "v3", "files"]:
             found = self.files.get(parts[3])
             if found is None:
@@ -187,10 +216,17 @@ class FakeGoogle:
             if len(parts) == 5 and parts[4] == "export":
                 if request.query.get("mimeType") != "text/plain":
                     return Answer(400, _error(400, "badRequest", "Unsupported export", "INVALID_ARGUMENT"))
+                if found["id"] not in self.texts:  # a folder, a shortcut: nothing to export
+                    message = "Export only supports Docs Editors files."
+                    return Answer(403, _error(403, "fileNotExportable", message, "PERMISSION_DENIED"))
                 body = ("\ufeff" + self.texts[found["id"]].replace("\n", "\r\n")).encode()
                 return Answer(200, body, {"Content-Type": "text/plain; charset=utf-8"})
-            return Answer(200, found)
+            return self._fields(request, DEFAULT_FILE_FIELDS, found)
         return Answer(404, _error(404, "notFound", "Not Found", "NOT_FOUND"))
+
+    def _fields(self, request: Request, default: str, body: dict) -> Answer:
+        """Only the fields the request asks for (`fields`, a partial response), as Drive answers."""
+        return Answer(200, partial(body, request.query.get("fields") or default))
 
     # --- OAuth --------------------------------------------------------------------------------------------
 
@@ -279,3 +315,33 @@ def _matches(found: dict, query: str) -> bool:
         else:
             raise AssertionError(f"the fake does not understand {clause!r}")
     return True
+
+
+def _split_fields(spec: str) -> list[str]:
+    """`a,b(c,d),e` -> ["a", "b(c,d)", "e"]: commas outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for char in spec:
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        current += char
+    return [p for p in [*parts, current.strip()] if p]
+
+
+def partial(value: object, spec: str) -> object:
+    """A partial response (Drive's `fields`): `*`, names, `name(sub,fields)`, `a/b`; lists apply it to
+    each of their items."""
+    if isinstance(value, list):
+        return [partial(item, spec) for item in value]
+    if not isinstance(value, dict) or spec.strip() == "*":
+        return value
+    kept: dict = {}
+    for part in _split_fields(spec):
+        name, _, rest = part.partition("(")
+        name, _, path = name.partition("/")
+        sub = rest[:-1] if rest else path
+        if name in value:
+            kept[name] = partial(value[name], sub) if sub else value[name]
+    return kept
