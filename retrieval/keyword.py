@@ -2,7 +2,8 @@
 
 English gets Snowball stemming and stop words. Other scripts are never broken: words in any
 alphabet are kept whole (lower-cased), and CJK text, which has no spaces, becomes character bigrams.
-The stores keep the postings; this module only decides what a term is and how it scores.
+The stores keep the postings; this module decides what a term is and how it scores, and reads a
+workspace's idf from PgVectorStore's postings for the built-in answerer (`workspace_idf`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
+
+from django.db.models import Count
+
+from retrieval.models import KeywordPosting, KeywordStats
 
 # The defaults; every workspace may set its own (Workspace.bm25_k1, bm25_b), read at query time.
 from sources.models import BM25_B as B
@@ -78,6 +84,24 @@ def term_counts(text: str) -> dict[str, int]:
 def idf(document_count: int, document_frequency: int) -> float:
     """BM25's idf (the Lucene form, never negative)."""
     return math.log(1 + (document_count - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def workspace_idf(terms: Iterable[str]) -> dict[str, float]:
+    """Each term's idf in the active workspace's keyword index, as its BM25 search weighs it: counted
+    over that workspace's chunks only (the managers are scoped to it). Empty when the workspace has no
+    statistics there: nothing indexed yet, or a store that keeps its postings elsewhere (Qdrant).
+    Two index-only reads, the same the search itself makes for the query's terms."""
+    wanted = sorted(set(terms))
+    chunk_count = KeywordStats.objects.values_list("chunk_count", flat=True).first()
+    if not wanted or not chunk_count:
+        return {}
+    frequencies = dict(
+        KeywordPosting.objects.filter(term__in=wanted)
+        .values("term")
+        .annotate(n=Count("*"))
+        .values_list("term", "n")
+    )
+    return {term: idf(chunk_count, frequencies.get(term, 0)) for term in wanted}
 
 
 def term_weight(tf: int, length: int, average_length: float, k1: float = K1, b: float = B) -> float:

@@ -3,7 +3,9 @@ completed by the neighbours that finish their fact, in page order, each group ci
 
 Every candidate (a sentence, list item, table row or code line of a passage that is close enough to the
 best passage) is scored by embedding similarity to the question, one batched call to the configured
-embedder, plus the share of the question's terms it contains. Units scoring near the best one are kept;
+embedder, plus the share of the question's terms it contains, each term weighed by its idf in the
+workspace's own keyword index: in a ferry company's pages "ferry" and "leave" are everywhere and say
+little, while "Sundays" picks the one sentence that answers. Units scoring near the best one are kept;
 a unit on its own may not carry its fact, so completion adds the neighbours that belong to it:
   - the term of a definition list item ("SESSION_COOKIE_NAME" above "The name of the session cookie."),
   - a trailer that states the value ("Default: 'session'", "Defaults to 4093."),
@@ -22,7 +24,8 @@ from agents.guard import is_instruction
 from agents.prompts import NumberedPassage
 from config.backends import embedders
 from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, Unit, segment
-from retrieval.keyword import tokenize
+from retrieval.keyword import tokenize, workspace_idf
+from sources.tenancy import TenancyError
 
 MAX_UNITS = 4  # units chosen on their own merit; completion may add a few more
 MAX_ANSWER_CHARS = 900
@@ -95,13 +98,7 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
         return []
     vectors = embedders["default"].embed_documents([question] + [c.context for c in candidates])
     similarity = vectors[1:] @ vectors[0]
-    question_terms = set(tokenize(question))
-    overlap = np.array(
-        [
-            len(question_terms & set(tokenize(f"{c.unit.heading} {c.context}"))) / max(len(question_terms), 1)
-            for c in candidates
-        ]
-    )
+    overlap = _weighted_overlap(question, candidates)
     best_passage = max(item.passage.score for item in passages) or 1.0
     passage_share = {item.number: item.passage.score / best_passage for item in passages}
     scores = (
@@ -129,6 +126,30 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
             units = [units_by_number[item.number][i] for i in indexes]
             selections.append(Selection(item.number, units, indexes))
     return selections
+
+
+def _weighted_overlap(question: str, candidates: list[Candidate]) -> np.ndarray:
+    """Each candidate's share of the question's terms, weighed by how specific each term is."""
+    question_terms = set(tokenize(question))
+    weights = _specificity(question_terms)
+    total = sum(weights.values()) or 1.0
+    return np.array(
+        [
+            sum(weights[t] for t in question_terms & set(tokenize(f"{c.unit.heading} {c.context}"))) / total
+            for c in candidates
+        ]
+    )
+
+
+def _specificity(terms: set[str]) -> dict[str, float]:
+    """Each term's BM25 idf in the workspace being asked, and only that one: another tenant's pages
+    must not shape this one's answers, nor reveal what they contain. Equal weights when it has no
+    keyword statistics, or outside a workspace (the selection used on its own)."""
+    try:
+        idf = workspace_idf(terms)
+    except TenancyError:
+        idf = {}
+    return {term: idf.get(term, 1.0) for term in terms}
 
 
 def _diverse(eligible: list[int], scores: np.ndarray, vectors: np.ndarray) -> list[int]:
