@@ -39,6 +39,8 @@ _PERMALINK = re.compile(r"^[\s¶#§🔗]*$")
 _ROOT_SHARE = 0.97
 _LINK_LIST_SHARE = 0.8
 _LABEL_CHARS = 30
+# A page footer spelt as a div ("Last updated ..."), when it holds no paragraph.
+_FOOTER = re.compile(r"(?:^|[\s_-])footer(?:$|[\s_-])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,10 @@ def _hidden(element: HtmlElement) -> bool:
     )
 
 
+def _names(element: HtmlElement) -> str:
+    return f"{element.get('id', '')} {element.get('class', '')}"
+
+
 def _prune(root: HtmlElement, *, link_lists: bool) -> None:
     """Leave out what is not content: scripts, hidden parts, navigation, page footers and (unless the admin
     asked to keep them) lists of links."""
@@ -87,7 +93,7 @@ def _prune(root: HtmlElement, *, link_lists: bool) -> None:
             tag in _NEVER
             or element.get("role") in ("navigation", "search", "contentinfo", "banner")
             or _hidden(element)
-            or (tag == "footer" and not element.xpath(".//p"))
+            or ((tag == "footer" or _FOOTER.search(_names(element))) and not element.xpath(".//p"))
             or (tag == "header" and (element.xpath(".//nav") or is_link_list(element)))
             or (
                 tag == "a"

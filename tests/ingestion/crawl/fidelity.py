@@ -128,7 +128,9 @@ class PageResult:
     paragraphs_whole: int
     missing: list[str]  # paragraphs not found whole, for reading
     nav_found: list[str]
-    lines: list[str] = field(default_factory=list)  # the indexed text's prose lines (not code), as tokens
+    # The first and last lines of the indexed text (where a page's chrome sits) that are neither code nor a
+    # paragraph of the reference, as tokens.
+    edges: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> bool:
@@ -161,9 +163,9 @@ class SiteResult:
         return [p for p in self.pages if p.nav_found]
 
     def repeated_lines(self) -> list[str]:
-        """Lines indexed on a quarter of the pages or more: boilerplate ("Prev | Home | Next", a copyright
-        footer), whatever markup it came in."""
-        counts = Counter(line for page in self.pages for line in set(page.lines))
+        """Lines at the start or end of the indexed text of a quarter of the pages or more: chrome ("Prev |
+        Home | Next", "Last updated ...", a copyright footer), whatever markup it came in."""
+        counts = Counter(line for page in self.pages for line in set(page.edges))
         floor = max(3, len(self.pages) // 4)
         return sorted(line for line, n in counts.items() if n >= floor and len(line.split()) >= 2)
 
@@ -178,6 +180,12 @@ class SiteResult:
             "pages_with_nav_text": len(self.nav_pages),
             "repeated_lines": self.repeated_lines(),
         }
+
+
+def _edges(index: str, ref: Reference, size: int = 3) -> list[str]:
+    lines = [tokens(line) for line in index.splitlines() if line.strip()]
+    paragraphs = {tokens(p) for p in ref.paragraphs}
+    return [line for line in lines[:size] + lines[-size:] if line not in ref.code and line not in paragraphs]
 
 
 def site_pages(site: Path) -> list[Path]:
@@ -213,7 +221,7 @@ def measure_site(site: Path, pages: Iterable[Path] | None = None) -> SiteResult:
                 paragraphs_whole=len(whole),
                 missing=[p for p in ref.paragraphs if tokens(p) not in index_tokens],
                 nav_found=[t for t in navigation if index and len(t) >= 40 and tokens(t) in index_tokens],
-                lines=[tokens(line) for line in (index or "").splitlines() if tokens(line) not in ref.code],
+                edges=_edges(index or "", ref),
             )
         )
     return SiteResult(site.name, results)
