@@ -5,7 +5,9 @@ Every candidate (a sentence, list item, table row or code line of a passage that
 best passage) is scored by embedding similarity to the question, one batched call to the configured
 embedder, plus the share of the question's terms it contains, each term weighed by its idf in the
 workspace's own keyword index: in a ferry company's pages "ferry" and "leave" are everywhere and say
-little, while "Sundays" picks the one sentence that answers. Units scoring near the best one are kept;
+little, while "Sundays" picks the one sentence that answers. A candidate whose fact is of the kind the
+question asks for (a time for "when", a number with its unit for "how many": expects.py) gets a bonus.
+Units scoring near the best one are kept;
 a unit on its own may not carry its fact, so completion adds the neighbours that belong to it:
   - the term of a definition list item ("SESSION_COOKIE_NAME" above "The name of the session cookie."),
   - a trailer that states the value ("Default: 'session'", "Defaults to 4093."),
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.answer.expects import expected_kinds, states
 from agents.guard import is_instruction
 from agents.prompts import NumberedPassage
 from config.backends import embedders
@@ -35,6 +38,7 @@ RELATIVE_CUTOFF = 0.8  # further units must score close to the best one
 PASSAGE_CUTOFF = 0.5  # passages scoring below this share of the best passage are not used
 OVERLAP_WEIGHT = 0.3
 PASSAGE_WEIGHT = 0.1
+KIND_WEIGHT = 0.1  # a candidate stating the kind of fact the question asks for
 MIN_UNIT_CHARS = 8
 REDUNDANCY_WEIGHT = 0.2
 
@@ -105,6 +109,7 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
         similarity
         + OVERLAP_WEIGHT * overlap
         + PASSAGE_WEIGHT * np.array([passage_share[c.number] for c in candidates])
+        + KIND_WEIGHT * _kind_fit(question, candidates, units_by_number)
     )
     cutoff = RELATIVE_CUTOFF * float(scores.max())
     eligible = [
@@ -150,6 +155,22 @@ def _specificity(terms: set[str]) -> dict[str, float]:
     except TenancyError:
         idf = {}
     return {term: idf.get(term, 1.0) for term in terms}
+
+
+def _kind_fit(
+    question: str, candidates: list[Candidate], units_by_number: dict[int, list[Unit]]
+) -> np.ndarray:
+    """The share of the kinds of fact the question asks for that each candidate states, counting the
+    neighbours that complete it (a setting's description is answered by its "Default: ..." line)."""
+    kinds = expected_kinds(question)
+    if not kinds:
+        return np.zeros(len(candidates))
+    fit = []
+    for c in candidates:
+        units = units_by_number[c.number]
+        fact = " ".join(units[i].text for i in complete(units, c.index))
+        fit.append(sum(states(kind, fact, question) for kind in kinds) / len(kinds))
+    return np.array(fit)
 
 
 def _diverse(eligible: list[int], scores: np.ndarray, vectors: np.ndarray) -> list[int]:

@@ -1,7 +1,10 @@
 """What the built-in answerer says: the relevant whole sentences, completed by the neighbours that carry
 their fact, in page order, cited. Runs the configured embedder, as the chat does."""
 
+import pytest
+
 from agents.answer import NOTHING_FOUND, extractive_answer
+from agents.answer.expects import COUNT, DEFAULT, IDENTIFIER, QUANTITY, TIME, VERSION, expected_kinds, states
 from agents.answer.select import complete, usable_passages
 from agents.prompts import NumberedPassage
 from ingestion.segment import segment
@@ -117,3 +120,79 @@ def test_nothing_relevant_gives_the_nothing_found_answer_without_citations():
 def test_passages_far_below_the_best_one_are_not_used():
     passages = numbered("Strong passage.", "Weaker passage.", "Far weaker passage.", scores=(0.8, 0.5, 0.2))
     assert [p.number for p in usable_passages(passages)] == [1, 2]
+
+
+# --- what the question asks for ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("When does the ferry leave on Sundays?", {TIME}),
+        ("At what time does the shop open?", {TIME}),
+        ("How many workers does the server start?", {COUNT}),
+        ("Which Python versions are supported?", {VERSION}),
+        ("What is the cookie called if I don't change it?", {DEFAULT}),
+        ("How long does a permanent session last by default?", {QUANTITY, DEFAULT}),
+        ("What is the default value of the ENV setting?", {DEFAULT}),
+        ("Which decorator registers a view function?", {IDENTIFIER}),
+        ("Which setting holds the secret key?", {IDENTIFIER}),
+        ("When a request ends, which context is popped first?", set()),  # "when" sets the scene only
+        ("Why shouldn't I name my file flask.py?", set()),
+    ],
+)
+def test_the_question_form_says_which_kind_of_fact_answers_it(question, kinds):
+    assert expected_kinds(question) == kinds
+
+
+@pytest.mark.parametrize(
+    ("kind", "stating", "not_stating"),
+    [
+        (TIME, "On Sundays there is a single crossing at 11:05.", "Tickets are sold on board."),
+        (TIME, "The office closes on 24 December.", "The office is in the old harbour."),
+        (QUANTITY, "The crossing takes 25 minutes.", "Flask supports Python 3.7 and newer."),
+        (COUNT, "It follows at most 30 of them.", "It follows them until it gives up."),
+        (VERSION, "Flask supports Python 3.7 and newer.", "Flask supports recent Pythons."),
+        (QUANTITY, "There are four very common ways to do it.", "There are several ways to do it."),
+        (QUANTITY, "PERMANENT_SESSION_LIFETIME = timedelta(days=31)", "The session is permanent."),
+        (DEFAULT, "Defaults to 4093.", "Set it to 4093 to warn earlier."),
+        (IDENTIFIER, "Use the route() decorator.", "Use a decorator to register the view."),
+        (IDENTIFIER, "Set SESSION_COOKIE_NAME in the config.", "Set the name of the cookie in the config."),
+        (IDENTIFIER, "Pass --extra-files to the command.", "Pass the extra files to the command."),
+    ],
+)
+def test_a_unit_states_a_fact_of_the_asked_kind(kind, stating, not_stating):
+    assert states(kind, stating)
+    assert not states(kind, not_stating)
+
+
+def test_a_fact_the_question_already_names_is_not_news():
+    question = "Does the ferry leave after 18:15?"
+    assert not states(TIME, "The ferry leaves at 18:15.", question)
+    assert states(TIME, "The last ferry leaves at 21:00.", question)
+    assert states(DEFAULT, "Defaults to True.", "Is it on by default?")
+
+
+def test_a_when_question_is_answered_with_the_sentence_stating_a_time():
+    page = (
+        "The museum shop sells postcards of the island and opens its doors to all.\n\n"
+        "Opening hours are 10:00 to 17:30."
+    )
+    answer = extractive_answer("When does the museum shop open?", numbered(page))
+    assert "Opening hours are 10:00 to 17:30." in answer.text
+
+    page = (
+        "The museum shop opens for school groups by appointment, with a guide.\n\n"
+        "The museum shop opens at 10:00."
+    )
+    answer = extractive_answer("When does the museum shop open?", numbered(page))
+    assert answer.text == "The museum shop opens at 10:00. [1]"
+
+
+def test_a_how_many_question_is_answered_with_the_number_and_its_unit():
+    page = (
+        "The hotel has rooms with a view of the sea and rooms facing the garden.\n\n"
+        "There are 42 rooms in the hotel."
+    )
+    answer = extractive_answer("How many rooms does the hotel have?", numbered(page))
+    assert answer.text == "There are 42 rooms in the hotel. [1]"
