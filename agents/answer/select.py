@@ -88,16 +88,20 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
     passages = usable_passages(numbered)
     units_by_number = {item.number: segment(item.passage.text) for item in passages}
     candidates = []
-    seen: set[str] = set()  # passages overlap, so one sentence may come twice
+    # Passages overlap, so one sentence may come twice: each copy under its own heading is scored (the
+    # one whose section matches the question wins), a copy in the same context only once.
+    seen: set[str] = set()
     for item in passages:
         units = units_by_number[item.number]
         for index, unit in enumerate(units):
-            key = " ".join(unit.text.lower().split())
-            if unit.kind == HEADING or len(unit.text) < MIN_UNIT_CHARS or key in seen:
+            if unit.kind == HEADING or len(unit.text) < MIN_UNIT_CHARS:
                 continue
-            seen.add(key)
+            context = _in_context(units, index)
+            if _key(context) in seen:
+                continue
+            seen.add(_key(context))
             if not is_instruction(unit.text):
-                candidates.append(Candidate(item.number, index, unit, _in_context(units, index)))
+                candidates.append(Candidate(item.number, index, unit, context))
     if not candidates:
         return []
     vectors = embedders["default"].embed_documents([question] + [c.context for c in candidates])
@@ -112,11 +116,14 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
         + KIND_WEIGHT * _kind_fit(question, candidates, units_by_number)
     )
     cutoff = RELATIVE_CUTOFF * float(scores.max())
-    eligible = [
-        int(i)
-        for i in np.argsort(-scores)
-        if (similarity[i] >= MIN_SIMILARITY or overlap[i] >= MIN_OVERLAP) and scores[i] >= cutoff
-    ]
+    eligible = []
+    taken: set[str] = set()  # a sentence is said once, from its best-scoring copy
+    for i in np.argsort(-scores):
+        relevant = similarity[i] >= MIN_SIMILARITY or overlap[i] >= MIN_OVERLAP
+        text = _key(candidates[i].unit.text)
+        if relevant and scores[i] >= cutoff and text not in taken:
+            taken.add(text)
+            eligible.append(int(i))
     chosen = _diverse(eligible, scores, vectors[1:])
     picked: dict[int, set[int]] = {}
     for i in chosen:
@@ -131,6 +138,10 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
             units = [units_by_number[item.number][i] for i in indexes]
             selections.append(Selection(item.number, units, indexes))
     return selections
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _weighted_overlap(question: str, candidates: list[Candidate]) -> np.ndarray:

@@ -111,6 +111,20 @@ def test_a_wrapped_fact_is_stated_whole():
     assert "Returns are accepted within 30 days of purchase." in answer.text
 
 
+def test_a_sentence_in_two_passages_is_scored_in_the_section_that_matches_the_question():
+    logging = (
+        "# Logging\nLogs are written to standard error. Colours are used on a terminal.\n"
+        "On Windows, colorama is required.\nThe log level is WARNING unless you change it."
+    )
+    colours = (
+        "# Colours on Windows\nThe terminal needs help to show colours on Windows.\n"
+        "On Windows, colorama is required.\nInstall it with pip."
+    )
+    answer = extractive_answer("What do I need for colours on Windows?", numbered(logging, colours))
+    assert answer.text.count("On Windows, colorama is required.") == 1
+    assert answer.cited == [2]
+
+
 def test_nothing_relevant_gives_the_nothing_found_answer_without_citations():
     answer = extractive_answer("Which trains run to Lyon at night?", numbered(SETTINGS_PAGE))
     assert answer.text == NOTHING_FOUND and answer.cited == []
