@@ -14,6 +14,7 @@ per answerer, and judged on:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
 from agents.services import run_turn, start_conversation
 from config.backends import embedders
+from ingestion.crawl import extract as extract_module
+from ingestion.crawl import main_text as main_text_module
 from ingestion.crawl.extract import DroppedPage, extract_page
 from ingestion.indexing import document_index, source_refresh_status
 from ingestion.kinds.text import TextKind
@@ -90,6 +93,11 @@ def index_site(site: Path, log: Callable[[str], None], pattern: str = "*.html") 
     pages = site_pages(site, pattern)
     key = evaluation.fingerprint(
         [evaluation.file_fingerprint(p) for p in pages],
+        # The extractor decides what is indexed: an index built by an earlier version is not reused.
+        [
+            hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest()
+            for m in (extract_module, main_text_module)
+        ],
         settings.CHUNK_TARGET_CHARS,
         settings.CHUNK_OVERLAP_CHARS,
         settings.EMBED_TITLE_PREFIX,
