@@ -37,6 +37,7 @@ _PERMALINK = re.compile(r"^[\s¶#§🔗]*$")
 # A root must hold this share of the page's paragraph text to stand for the page: what it leaves out beside
 # it is navigation, whose text is in links, and not a long page's other sections.
 _ROOT_SHARE = 0.97
+_LANDMARK_SHARE = 0.5
 _LINK_LIST_SHARE = 0.8
 _LABEL_CHARS = 30
 # A page footer spelt as a div ("Last updated ..."), when it holds no paragraph.
@@ -71,20 +72,13 @@ def is_link_list(element: HtmlElement) -> bool:
     return share >= _LINK_LIST_SHARE or (share >= 0.5 and len(text) - linked <= _LABEL_CHARS)
 
 
-def _hidden(element: HtmlElement) -> bool:
-    style = (element.get("style") or "").replace(" ", "").lower()
-    return (
-        "display:none" in style or element.get("hidden") is not None or element.get("aria-hidden") == "true"
-    )
-
-
 def _names(element: HtmlElement) -> str:
     return f"{element.get('id', '')} {element.get('class', '')}"
 
 
 def _prune(root: HtmlElement, *, link_lists: bool) -> None:
-    """Leave out what is not content: scripts, hidden parts, navigation, page footers and (unless the admin
-    asked to keep them) lists of links."""
+    """Leave out what is not content: scripts, navigation, page footers and (unless the admin asked to keep
+    them) lists of links. Hidden parts stay: a help centre's accordion and tabs hide answers until clicked."""
     for element in list(root.iter(etree.Element)):
         if element is root or element.getparent() is None:
             continue
@@ -92,7 +86,6 @@ def _prune(root: HtmlElement, *, link_lists: bool) -> None:
         if (
             tag in _NEVER
             or element.get("role") in ("navigation", "search", "contentinfo", "banner")
-            or _hidden(element)
             or ((tag == "footer" or _FOOTER.search(_names(element))) and not element.xpath(".//p"))
             or (tag == "header" and (element.xpath(".//nav") or is_link_list(element)))
             or (
@@ -129,15 +122,17 @@ def _paragraph_chars(root: HtmlElement) -> dict[HtmlElement, int]:
 
 def find_root(tree: HtmlElement) -> HtmlElement | None:
     """The element holding the page's main content (see the module's docstring)."""
-    landmarks = tree.xpath("//main | //*[@role='main']")
-    if landmarks:
-        return max(landmarks, key=lambda e: len(_text_of(e)))
-    articles = tree.xpath("//article[not(ancestor::article)]")
-    if len(articles) == 1:
-        return articles[0]
     body = tree.find(".//body")
     root = body if body is not None else tree
     counts = _paragraph_chars(root)
+    mains = tree.xpath("//main | //*[@role='main']")
+    articles = tree.xpath("//article[not(ancestor::article)]")
+    if mains or len(articles) == 1:
+        landmark = max(mains or articles, key=lambda e: len(_text_of(e)))
+        # A landmark that holds little of the page's paragraphs (a hero <main> beside the real content) is
+        # not taken at its word.
+        if counts.get(landmark, 0) >= _LANDMARK_SHARE * counts.get(root, 0):
+            return landmark
     total = counts.get(root, 0)
     if not total:
         return None

@@ -351,3 +351,26 @@ def test_a_man_page_keeps_the_one_line_description_in_its_header() -> None:
     )
     page = extract_page(_html("git-check-attr(1)", body), "https://a.test/git-check-attr.html")
     assert "git-check-attr - Display gitattributes information" in page.text
+
+
+def test_content_hidden_until_clicked_is_kept() -> None:
+    """A help centre's accordion hides each answer until its question is clicked."""
+    body = (
+        "<main><h1>FAQ</h1><div class='faq'><button aria-expanded='false'>How long do refunds take?</button>"
+        "<div class='answer' hidden><p>Refunds reach your card within five working days.</p></div>"
+        "<div class='answer' style='display: none'><p>Shipping is free on orders over 40 euros.</p></div>"
+        "</div></main>"
+    )
+    page = extract_page(_html("FAQ", body), "https://a.test/faq")
+    assert "Refunds reach your card within five working days." in page.text
+    assert "Shipping is free on orders over 40 euros." in page.text
+
+
+def test_a_main_element_holding_little_of_the_page_is_not_taken_for_its_content() -> None:
+    body = (
+        "<main><p>Welcome to our help centre, friend.</p></main>"
+        f"<div class='content'><h2>Returns</h2><p>{LOREM * 4}</p>"
+        "<p>Items can be returned within 30 days.</p></div>"
+    )
+    page = extract_page(_html("Help", body), "https://a.test/help")
+    assert "Items can be returned within 30 days." in page.text
