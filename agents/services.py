@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from agents import gate, prompts
@@ -80,8 +81,8 @@ def chat_model_for(agent: Agent) -> ChatModel | None:
 
 def agent_create(*, workspace: Workspace, name: str) -> Agent:
     """Raises QuotaExceeded when the workspace's plan has all its agents already."""
-    quotas.check_agents(workspace)
-    with workspace_scope(workspace.id):
+    with workspace_scope(workspace.id), transaction.atomic():
+        quotas.check_agents(workspace)  # holds the workspace until the new agent is committed
         return Agent.objects.create(name=name.strip()[:200])
 
 

@@ -121,8 +121,9 @@ def source_create(
             raise KindError(errors)
         # What the request brings is what will be stored (a pasted text; an address is a few bytes).
         incoming = len(json.dumps(payload, default=str).encode())
-        quotas.check_sources_create(workspace, incoming_bytes=incoming, fetches=source_kind.fetches_pages)
         with transaction.atomic():
+            # Holds the workspace (sources.quotas) until the source is committed: requests at once take turns.
+            quotas.check_sources_create(workspace, incoming_bytes=incoming, fetches=source_kind.fetches_pages)
             source = Source.objects.create(
                 agent=agent,
                 kind=kind,
@@ -150,19 +151,22 @@ def upload_create(
         agent = _agent(agent_id)
         if agent is None:
             raise KindError({"agent": ["No agent with this id in your workspace."]})
-        uploads = Source.objects.filter(kind=UploadKind.name).only("state")
-        used = sum(s.state.get("size", 0) for s in uploads)
         incoming = sum(u.size for u in files)
-        quotas.check_sources_create(
-            workspace, sources=len(files), documents=len(files), incoming_bytes=incoming
-        )
-        if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
-            raise UploadTooLarge(
-                f"This workspace's files would take {human_size(used + incoming)}; "
-                f"the limit is {human_size(settings.UPLOAD_MAX_WORKSPACE_BYTES)}. Delete some files first."
-            )
         created = []
         with transaction.atomic():
+            # Holds the workspace (sources.quotas) until the sources are committed, so the files' sizes
+            # below are counted while no other upload can add to them either.
+            quotas.check_sources_create(
+                workspace, sources=len(files), documents=len(files), incoming_bytes=incoming
+            )
+            uploads = Source.objects.filter(kind=UploadKind.name).only("state")
+            used = sum(s.state.get("size", 0) for s in uploads)
+            if used + incoming > settings.UPLOAD_MAX_WORKSPACE_BYTES:
+                raise UploadTooLarge(
+                    f"This workspace's files would take {human_size(used + incoming)}; "
+                    f"the limit is {human_size(settings.UPLOAD_MAX_WORKSPACE_BYTES)}. "
+                    "Delete some files first."
+                )
             for upload in files:
                 filename = upload_filename(upload)
                 source = Source.objects.create(
@@ -191,9 +195,9 @@ def upload_replace(*, source: Source, upload: Any) -> None:
     if source.status in ACTIVE_STATUSES:
         raise KindError({"file": ["This file is being processed; wait until it has finished."]})
     check_upload_size(upload)
-    with workspace_scope(source.workspace_id):
+    with workspace_scope(source.workspace_id), transaction.atomic():
         growth = upload.size - int(source.state.get("size", 0))
-        if growth > 0:
+        if growth > 0:  # holds the workspace until the new size is committed (sources.quotas)
             quotas.check(source.workspace, "stored_bytes", growth)
         storage.delete_files(source.workspace_id, source.id)  # stale segments must not be read back
         labels = {k: v for k, v in source.config.items() if k in ("audience", "metadata")}

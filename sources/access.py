@@ -51,10 +51,11 @@ def member_add(*, actor: Membership, identifier: str, role: str) -> Membership:
     user = users.first() if users.count() == 1 else None
     if user is None:
         raise AccessError(f"No single account matches {identifier!r}; ask them for their username.")
-    with workspace_scope(actor.workspace_id):
+    with workspace_scope(actor.workspace_id), transaction.atomic():
         if Membership.objects.filter(user=user).exists():
             raise AccessError(f"{user.username} is already a member of this workspace.")
-        quotas.check_members(actor.workspace)  # QuotaExceeded when the plan's members are all taken
+        # QuotaExceeded when the plan's members are all taken; holds the workspace until the seat is taken.
+        quotas.check_members(actor.workspace)
         return Membership.objects.create(user=user, role=role)
 
 

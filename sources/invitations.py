@@ -74,6 +74,8 @@ def invite(*, actor: Membership, email: str, role: str, base_url: str) -> Invita
         if members.exists():
             raise AccessError(f"{email} is already a member of this workspace.")
         # Pending invitations hold a seat each, so a full plan refuses the invitation, not its acceptance.
+        # They are counted holding the workspace, as the members are (sources.quotas).
+        quotas.hold_workspace(actor.workspace_id)
         others = _pending(Invitation.objects.exclude(email=email)).count()
         quotas.check_members(actor.workspace, adding=1 + others)
         _pending(Invitation.objects.filter(email=email)).update(revoked_at=now)

@@ -1,7 +1,11 @@
 """A workspace's plan enforced where work starts, before anything is stored or queued.
 
 Stock quotas (sources, documents, stored bytes, chunks, agents, members) are counted from the rows
-themselves, so they can never drift from what is stored. Metered quotas (crawl pages per day, chat
+themselves, so they can never drift from what is stored, and there is no counter to reconcile. Two requests
+counting at once would each see room for one more (issue #56: 5 agents created at once on a plan of 2 with
+1 used gave 6), so a limited stock quota is checked holding its workspace's row (`hold_workspace`), inside
+the transaction that creates the stock: the next request counts once this one's rows are committed or
+rolled back. Metered quotas (crawl pages per day, chat
 messages per month) are counted by sources.metering as the work is admitted. A refusal is one exception,
 QuotaExceeded, that the API answers as 402 (429 for a rate) in the common error shape and the web UI shows
 as a banner and next to the refused button.
@@ -14,9 +18,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import BigIntegerField, F, Func, IntegerField, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
+from django.db.transaction import TransactionManagementError
 
 from sources import metering
 from sources.models import Document, Membership, Plan, Source, Workspace
@@ -144,6 +150,16 @@ def usage_of(workspace_id: int, name: str) -> int:
     raise KeyError(name)
 
 
+def hold_workspace(workspace_id: int) -> None:
+    """Lock the workspace's row until the caller's transaction ends, so stock counted now stays true until
+    what this transaction adds is committed. FOR NO KEY UPDATE: rows that only reference the workspace (an
+    index job's chunks, a new source) are never made to wait; another request taking stock is. Outside a
+    transaction the lock would end with its statement: that is a mistake in the caller, said at once."""
+    if not connection.in_atomic_block:
+        raise TransactionManagementError("Check a stock quota inside the transaction that creates the stock.")
+    list(Workspace.objects.select_for_update(no_key=True).filter(id=workspace_id).values_list("id"))
+
+
 def limit_of(plan: Plan, name: str) -> int | None:
     return getattr(plan, QUOTAS[name].plan_field)
 
@@ -168,19 +184,27 @@ def _refuse(name: str, limit: int, usage: int, adding: int) -> QuotaExceeded:
 
 
 def check(workspace: Workspace, name: str, adding: int = 1, *, plan: Plan | None = None) -> None:
-    """Raise QuotaExceeded unless the workspace has room for `adding` more of quota `name`."""
+    """Raise QuotaExceeded unless the workspace has room for `adding` more of quota `name`. A limited stock
+    quota is checked holding the workspace (hold_workspace): call it in the transaction that creates."""
     limit = limit_of(plan or plan_for(workspace), name)
     if limit is None:
         return
+    if not QUOTAS[name].metered:
+        hold_workspace(workspace.id)
     usage = usage_of(workspace.id, name)
     if usage + adding > limit:
         raise _refuse(name, limit, usage, adding)
 
 
 def room(workspace: Workspace, name: str, *, plan: Plan | None = None) -> int | None:
-    """How many more of quota `name` the plan allows now; None: no limit."""
+    """How many more of quota `name` the plan allows now; None: no limit. Like check, it holds the
+    workspace for a limited stock quota: call it in the transaction that creates what it admits."""
     limit = limit_of(plan or plan_for(workspace), name)
-    return None if limit is None else max(limit - usage_of(workspace.id, name), 0)
+    if limit is None:
+        return None
+    if not QUOTAS[name].metered:
+        hold_workspace(workspace.id)
+    return max(limit - usage_of(workspace.id, name), 0)
 
 
 def check_sources_create(
