@@ -14,8 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-# A gutter narrower than this (in points) is a wide word space, not a column break.
+# A gutter narrower than this (in points) is a wide word space, not a column break; nor is one narrower
+# than one and a half of the region's usual word space.
 MIN_GUTTER = 6.0
+WORD_GAPS_PER_GUTTER = 1.5
 # A column is at least this share of the page width: narrower strips are table cells or line numbers.
 MIN_COLUMN_SHARE = 0.14
 MIN_COLUMN_LINES = 3
@@ -161,15 +163,38 @@ def _table_gutter(left: list[Box], right: list[Box]) -> bool:
     return any(statistics.median(len(line) for line in side) <= 2 for side in (left_lines, right_lines))
 
 
+def _min_gutter(boxes: list[Box]) -> float:
+    """A gutter is wider than the space between words: in a typewriter font (a court transcript in
+    Courier) word spaces are 7 points and line up from line to line, so a fixed minimum would cut
+    every line at a word space."""
+    gaps = [
+        right.x0 - left.x1
+        for line in group_lines([b for b in boxes if not b.block])
+        for left, right in pairwise(line)
+        if right.x0 > left.x1
+    ]
+    if len(gaps) < 4:
+        return MIN_GUTTER
+    # The lower quartile: most gaps on a line are word spaces, but a table's rows also hold the wide
+    # gaps between its columns.
+    word_space = statistics.quantiles(gaps, n=4)[0]
+    return max(MIN_GUTTER, WORD_GAPS_PER_GUTTER * word_space)
+
+
 def _vertical_cut(boxes: list[Box], page_width: float, rules: list[Rule]) -> float | None:
     """The widest gutter that leaves real columns on both sides; a gutter with a rule in it wins."""
     spans = _merged_spans([(b.x0, b.x1) for b in boxes])
     top, bottom = min(b.top for b in boxes), max(b.bottom for b in boxes)
     best: tuple[bool, float, float] | None = None
     min_width = max(page_width * MIN_COLUMN_SHARE, 40.0)
+    min_gutter = None
     for (_, left_end), (right_start, _) in pairwise(spans):
         gap = right_start - left_end
         if gap < MIN_GUTTER:
+            continue
+        if min_gutter is None:
+            min_gutter = _min_gutter(boxes)
+        if gap < min_gutter:
             continue
         cut = (left_end + right_start) / 2
         left = [b for b in boxes if b.x1 <= cut]

@@ -23,6 +23,8 @@ from ingestion.parsers.pdf_layout import Rule
 # pdfplumber's extract_words(x_tolerance=1.5, y_tolerance=3), which the layout code was tuned with.
 X_TOLERANCE = 1.5
 Y_TOLERANCE = 3.0
+# Across a space, the next word of a turned line is at most this far on.
+TURNED_WORD_GAP = 10.0
 # A stroke thinner than this is a line, not a filled shape.
 THIN = 2.0
 # Vertical rules shorter than this are cell borders or underlines, not column separators.
@@ -127,6 +129,8 @@ def _unmapped(char: str) -> bool:
 
 
 QUARTER = math.pi / 2
+# How a glyph runs to the page as it reads, in quarter turns anticlockwise.
+RUNS_UP, UPSIDE_DOWN, RUNS_DOWN = 1, 2, 3
 # A glyph whose direction is within this of a quarter turn runs along that quarter.
 ANGLE_SLACK = 0.05
 
@@ -189,7 +193,8 @@ def _turned(rect: tuple[float, float, float, float], turn: int) -> tuple[float, 
 
 
 def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation: int) -> tuple:
-    """(x0, top, x1, bottom, text, upright) per visible glyph in the page's reading frame, counts of
+    """(x0, top, x1, bottom, text, turned) per visible glyph in the page's reading frame (turned: the
+    quarter turns anticlockwise it runs at to the frame: 0, or RUNS_UP, RUNS_DOWN), counts of
     visible, unmapped and private-use characters, and the frame.
 
     Characters PDFium could not map to Unicode are counted and left out. A ligature (one glyph, several
@@ -200,6 +205,7 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
     glyphs: list[tuple] = []
     visible = unmapped = private_use = 0
     raw_page = textpage.raw
+    matrix = raw.FS_MATRIX()
     for index in range(textpage.count_chars()):
         if raw.FPDFText_IsGenerated(raw_page, index):
             continue
@@ -209,7 +215,8 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
             char = "-"  # PDFium reports a hyphen at a line end as a control character
         rect = textpage.get_charbox(index, loose=True)
         if char.isspace():
-            glyphs.append((rect, " ", None, 0.0))
+            # A space keeps its direction: it ends a word in a turned column as in a line.
+            glyphs.append((rect, " ", _quarter(raw.FPDFText_GetCharAngle(raw_page, index)), 0.0))
             continue
         visible += 1
         if raw.FPDFText_HasUnicodeMapError(raw_page, index) == 1 or _unmapped(char):
@@ -219,21 +226,37 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
             private_use += 1
             continue
         quarter = _quarter(raw.FPDFText_GetCharAngle(raw_page, index))
-        glyphs.append((rect, char, quarter, raw.FPDFText_GetFontSize(raw_page, index)))
+        glyphs.append((rect, char, quarter, _font_size(raw_page, index, matrix)))
     frame = Frame.of(mediabox, text_turn([g[2] for g in glyphs if g[1] != " "], rotation))
     chars: list[tuple] = []
     for rect, char, quarter, size in glyphs:
-        box = frame.box(rect, size)
-        if char == " ":
-            chars.append((*box, " ", True))
-        elif chars and chars[-1][4] != " " and chars[-1][:4] == box:
+        turned = 0 if quarter is None else (quarter - frame.turn) % 4
+        # A turned glyph's font size lies across the page's lines, not down them: no stretch.
+        box = frame.box(rect, 0.0 if turned else size)
+        if turned == UPSIDE_DOWN:
+            # Glyphs upside down to the page as it reads are a stamp or a fold-over label: left out,
+            # since grouping them into lines or columns would only spell them backwards.
+            continue
+        if char != " " and chars and chars[-1][4] != " " and chars[-1][:4] == box:
             chars[-1] = (*box, chars[-1][4] + char, chars[-1][5])
-        elif quarter is None or (quarter - frame.turn) % 4 != 2:
-            chars.append((*box, char, quarter == frame.turn))
-        # Glyphs upside down to the page as it reads are a stamp or a fold-over label: left out, since
-        # grouping them into lines or columns would only spell them backwards.
+        else:
+            chars.append((*box, char, turned))
     chars = [(*c[:4], _logical(c[4]), c[5]) if len(c[4]) > 1 else c for c in chars]
     return chars, (visible, unmapped, private_use), frame
+
+
+def _font_size(raw_page: Any, index: int, matrix: Any) -> float:
+    """The glyph's font size as drawn on the page: the size set in the text (Tf) scaled by the text and
+    page matrices, as pdfminer gives it. The size alone is wrong both ways: 1 for a text set at 1 and
+    scaled up 8 times (Word's output), 8.9 for a UML diagram's labels drawn at half size in a form."""
+    import ctypes
+
+    import pypdfium2.raw as raw
+
+    size = raw.FPDFText_GetFontSize(raw_page, index)
+    if raw.FPDFText_GetMatrix(raw_page, index, ctypes.byref(matrix)):
+        size *= math.hypot(matrix.c, matrix.d)
+    return size
 
 
 def _logical(text: str) -> str:
@@ -242,13 +265,27 @@ def _logical(text: str) -> str:
 
 
 def _cluster_tops(chars: list[tuple]) -> list[list[tuple]]:
-    lines: list[list[tuple]] = []
+    chained: list[list[tuple]] = []
     last_top: float | None = None
     for char in sorted(chars, key=lambda c: c[1]):
         if last_top is None or char[1] - last_top > Y_TOLERANCE:
-            lines.append([])
-        lines[-1].append(char)
+            chained.append([])
+        chained[-1].append(char)
         last_top = char[1]
+    lines: list[list[tuple]] = []
+    for cluster in chained:
+        if cluster[-1][1] - cluster[0][1] <= Y_TOLERANCE:
+            lines.append(cluster)
+            continue
+        # Tops chained further than one line (two lines of small print a few points apart, with other
+        # text at tops between them): each line is anchored on its first top instead, so the two lines'
+        # characters are not sorted into one by their x and interleaved.
+        anchor: float | None = None
+        for char in cluster:
+            if anchor is None or char[1] - anchor > Y_TOLERANCE:
+                lines.append([])
+                anchor = char[1]
+            lines[-1].append(char)
     return lines
 
 
@@ -265,9 +302,10 @@ def _word(chars: list[tuple], upright: bool) -> dict:
 
 def words_from_chars(chars: list[tuple]) -> list[dict]:
     """Upright characters grouped into lines by their top and split at spaces and gaps; turned
-    characters (rotated stamps, turned table headers) become one word per column of text."""
+    characters (rotated stamps, turned table headers) become one word per column of text, read up the
+    page or down it as they run."""
     words = []
-    upright = [c for c in chars if c[5]]
+    upright = [c for c in chars if c[5] == 0]
     for line in _cluster_tops(upright):
         current: list[tuple] = []
         for char in sorted(line, key=lambda c: c[0]):
@@ -285,15 +323,32 @@ def words_from_chars(chars: list[tuple]) -> list[dict]:
             current.append(char)
         if current:
             words.append(_word(current, True))
-    turned = sorted((c for c in chars if not c[5] and c[4] != " "), key=lambda c: (round(c[0]), c[1]))
-    column: list[tuple] = []
-    for char in turned:
-        if column and (abs(char[0] - column[-1][0]) > Y_TOLERANCE or char[1] - column[-1][3] > X_TOLERANCE):
+    for direction in (RUNS_UP, RUNS_DOWN):
+        up = direction == RUNS_UP
+        turned = sorted(
+            (c for c in chars if c[5] == direction), key=lambda c: (round(c[0]), -c[3] if up else c[1])
+        )
+        # A turned line stays one word, spaces and all ("Number of characteristics" up a chart's axis):
+        # the layout places each turned word on its own, and would scatter the words of a label.
+        column: list[tuple] = []
+        spaced = False
+        for char in turned:
+            if char[4] == " ":
+                spaced = bool(column)
+                continue
+            gap = (column[-1][1] - char[3] if up else char[1] - column[-1][3]) if column else 0.0
+            if column and (
+                abs(char[0] - column[-1][0]) > Y_TOLERANCE
+                or gap > (TURNED_WORD_GAP if spaced else X_TOLERANCE)
+            ):
+                words.append(_word(column, False))
+                column = []
+            elif column and spaced:
+                column.append((*char[:4], " ", char[5]))
+            spaced = False
+            column.append(char)
+        if column:
             words.append(_word(column, False))
-            column = []
-        column.append(char)
-    if column:
-        words.append(_word(column, False))
     return words
 
 

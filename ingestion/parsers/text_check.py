@@ -29,6 +29,10 @@ MIN_PROSE_WORDS = 20
 # German pages); garbage that happens to spell a common word now and then stays far below this.
 MIN_COMMON_SHARE = 0.05
 MIN_REVERSED_HITS = 3
+# Dashes, bullets and ellipses make a share of any page; a page that is mostly symbols is letters mapped
+# to punctuation.
+MAX_SYMBOL_SHARE = 0.6
+MIN_SYMBOL_TOKENS = 10
 # A letters-and-digits token longer than this is words run together (a text layer that lost its
 # spaces) rather than a code or a model number.
 MAX_CODE_LENGTH = 12
@@ -61,8 +65,7 @@ COMMON = tuple(LANGUAGES)[:7]
 _TOKEN = re.compile(r"\S+")
 # After the punctuation and symbols around it are stripped: 12, 1,500.00, 2023-01-05, 10:30, 5kg, 2nd.
 _NUMBER = re.compile(r"\d[\d.,:/'\u2019\-\u2212]*[^\W\d_]{0,3}")
-# Inside a token these join words: file paths, identifiers (CL_Water, Model::Event), Dike/Levee, it's.
-_JOINERS = re.compile(r"[_/:.,'+=&@|\-\u2013\u2014\u2019]+")
+
 # A change from lower to upper case starts a new word: NetworkLinearElement, iPhone, McDonald.
 _CAMEL = re.compile(r"[^\W\d_][^\W\d_A-Z]*")
 _PLAIN = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+")
@@ -84,6 +87,7 @@ class TextReading:
     language: str
     common_hits: int
     reversed_hits: int
+    symbols: int = 0  # tokens of mixed punctuation and symbols ("$%&"), not dashes, bullets or dot leaders
 
     @property
     def word_share(self) -> float:
@@ -151,7 +155,22 @@ def _shaped(token: str) -> bool | None:
         return None
     if _NUMBER.fullmatch(token):
         return True
-    return all(_part_shaped(part) for part in _JOINERS.split(token) if part)
+    return all(_part_shaped(part) for part in _split_at_punctuation(token) if part)
+
+
+def _split_at_punctuation(token: str) -> list[str]:
+    """Punctuation inside a token joins words: file paths, identifiers (CL_Water, Model::Event),
+    Dike/Levee, it's, and the full-width commas and brackets of Chinese and Japanese, which put no
+    spaces between words at all. Symbols ($, +, <) do not: in a word they are a wrong mapping."""
+    if token.isalnum():
+        return [token]
+    parts, start = [], 0
+    for index, char in enumerate(token):
+        if unicodedata.category(char)[0] == "P":
+            parts.append(token[start:index])
+            start = index + 1
+    parts.append(token[start:])
+    return parts
 
 
 @cache
@@ -191,16 +210,22 @@ def _best_language(counts: Counter[str], languages: list[str]) -> tuple[str, int
     return best
 
 
+def _symbol_soup(token: str) -> bool:
+    """A token of mixed symbols ("$%&", "'(!)"), not a filler (a dash, a bullet, a leader of dots)."""
+    return len(set(token)) > 1 or unicodedata.category(token[0])[0] == "S"
+
+
 def read_text(text: str, languages: str = "eng") -> TextReading:
     """How word-like `text` is; `languages` are the deployment's OCR languages ("eng+deu")."""
     # Pages repeat their words: each distinct token is judged once and counted as often as it occurs.
     counts = Counter(_TOKEN.findall(text))
-    tokens = shaped = prose = 0
+    tokens = shaped = prose = symbols = 0
     words: Counter[str] = Counter()
     for token, count in counts.items():
         stripped = _strip_edges(token)
         shape = _shaped(stripped)
         if shape is None:
+            symbols += count * _symbol_soup(token)
             continue
         tokens += count
         shaped += count * shape
@@ -218,12 +243,15 @@ def read_text(text: str, languages: str = "eng") -> TextReading:
     if hits < MIN_COMMON_SHARE * alphabetic and prose >= MIN_PROSE_WORDS:
         # Before calling prose garbage, every language jusText knows gets its say.
         language, hits, backwards = _best_language(words, list(all_languages()))
-    return TextReading(tokens, shaped, alphabetic, prose, language, hits, backwards)
+    return TextReading(tokens, shaped, alphabetic, prose, language, hits, backwards, symbols)
 
 
 def text_problem(text: str, languages: str = "eng") -> str | None:
     """Why `text` does not read as text, for people ("words read backwards"), or None when it does."""
     reading = read_text(text, languages)
+    everything = reading.tokens + reading.symbols
+    if everything >= MIN_SYMBOL_TOKENS and reading.symbols > MAX_SYMBOL_SHARE * everything:
+        return "its tokens are mostly symbols"
     if reading.tokens >= 3 and reading.word_share < MIN_WORD_SHARE:
         return f"only {reading.word_share:.0%} of its tokens are shaped like words"
     if reading.reversed_hits >= MIN_REVERSED_HITS and reading.reversed_hits > 2 * reading.common_hits:

@@ -216,3 +216,23 @@ def test_table_finder_runs_only_on_pages_with_a_ruled_grid() -> None:
     flagged = [i + 1 for i in range(len(document)) if read_page(document[i]).may_have_ruled_table]
     # Page 6 holds the cost table; the other pages only have the rules around the running header.
     assert flagged == [6]
+
+
+def test_typewriter_word_spaces_are_not_column_gutters() -> None:
+    # The transcript is set in Courier: its 7-point word spaces line up from line to line, and were cut
+    # as a gutter through the court's name.
+    extracted = text("pdf/scotus-transcript-p1.pdf")
+    assert "1 IN THE SUPREME COURT OF THE UNITED STATES" in extracted
+    assert "6 v. : No. 07-1315" in extracted
+
+
+def test_small_labels_of_a_scaled_diagram_and_turned_words_read_whole() -> None:
+    # GeoBase's UML diagrams are drawn at half size: their labels' font size is the scaled one, so two
+    # labels 6 points apart are two lines, not one of interleaved letters; a turned axis label keeps its
+    # spaces.
+    extracted = text("pdf/geobase-nhn-data-model-en.pdf")
+    assert (
+        "«spatialDescriptiveEvol» «spatialDescriptiveEvol»\nNetworkLinearFlow WaterBoundaryEntity"
+        in extracted
+    )
+    assert "Number of characteristics" in extracted

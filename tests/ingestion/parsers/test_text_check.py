@@ -22,6 +22,10 @@ READS = {
     "a ledger": "2023-01-05 Acme Fuel Supply Fuel 37.25\n2023-01-09 Harbor Tire Works Repairs 1,412.00",
     "a uml diagram": "NetworkLinearElement + GB_Curve CodeList::CL_Water «CodeList» DT_UUID WaterbodyNID:",
     "chinese": "关于浙江菲达环保科技股份有限公司 上海证券交易所 2016年 年度报告",
+    "chinese with full-width punctuation inside tokens": (
+        "由浙江菲达环保科技股份有限公司（以下简称菲达环保公司或公司）转来的《关于对2015年浙江菲达环保科技"  # noqa: RUF001
+        "股份有限公司年度报告的事后审核问询函》（上证公函[2016]0512号，以下简称问询函）奉悉。"  # noqa: RUF001
+    ),
     "arabic with vowel signs": "حَبيبي يا نور العين",
     "all-caps candidates": "NEEL KASHKARI REP 247 ALEX PADILLA DEM 64 JOHN PEREZ DEM 120",
 }
