@@ -49,6 +49,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Binds a request id to every log line of the request, and hands it to the Celery tasks it queues.
     "config.request_log.RequestLogMiddleware",
+    # 413 for an API request over its endpoint's body limit, before anything reads the body.
+    "config.body_limits.RequestBodyLimitMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -453,6 +455,14 @@ TEXT_SOURCE_MAX_CHARS = env.int("TEXT_SOURCE_MAX_CHARS", default=1_000_000)
 # The documents API (ingestion/push.py): documents per batch call, and the largest request body it reads.
 PUSH_BATCH_MAX_DOCUMENTS = env.int("PUSH_BATCH_MAX_DOCUMENTS", default=200)
 PUSH_MAX_REQUEST_BYTES = env.int("PUSH_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
+# Request bodies: each API endpoint's limit is config/body_limits.py's (413 beyond it); this is any other's.
+API_MAX_REQUEST_BYTES = 2_621_440
+# Django refuses to read a body larger than this into memory (RequestDataTooBig, answered 413). It is the
+# largest the API's limits allow, so that they decide: a documents API request, or pasted text at 12 bytes a
+# character (body_limits.BYTES_PER_CHAR) and 1 MB for the rest; the web UI's forms get the same room.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(
+    PUSH_MAX_REQUEST_BYTES, TEXT_SOURCE_MAX_CHARS * 12 + 1024 * 1024, API_MAX_REQUEST_BYTES
+)
 SEARCH_MAX_TOP_K = 50
 # How often the sources page asks for its rows while something is in progress.
 SOURCES_PAGE_POLL_MS = 2000

@@ -117,15 +117,6 @@ def _outcome_status(outcome: push.Outcome) -> int:
     return 200 if outcome.result == "unchanged" else 202
 
 
-def _check_body_size(request: Request) -> Response | None:
-    """Refuse an oversized body before it is read (DRF's JSON parser reads whatever it is sent)."""
-    limit = settings.PUSH_MAX_REQUEST_BYTES
-    if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
-        message = f"The request is larger than {limit // (1024 * 1024)} MB; send fewer documents at once."
-        return invalid({"non_field_errors": [message]}, status_code=413)
-    return None
-
-
 # --- views ---------------------------------------------------------------------------------------------
 
 
@@ -215,9 +206,6 @@ class AgentDocumentView(WorkspaceAPIView):
         },
     )
     def put(self, request: Request, agent_id: int, external_id: str) -> Response:
-        refused = _check_body_size(request)
-        if refused:
-            return refused
         try:
             [outcome] = push.put_documents(
                 workspace=self.workspace, agent_id=agent_id, items=[(external_id, request.data)]
@@ -259,9 +247,6 @@ class AgentDocumentBatchView(WorkspaceAPIView):
         },
     )
     def post(self, request: Request, agent_id: int) -> Response:
-        refused = _check_body_size(request)
-        if refused:
-            return refused
         documents = request.data.get("documents") if isinstance(request.data, dict) else None
         if not isinstance(documents, list):
             raise ValidationError({"documents": ['Send {"documents": [...]}, each with an external_id.']})

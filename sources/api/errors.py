@@ -13,7 +13,9 @@ import math
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -141,10 +143,28 @@ def _first_message(fields: dict[str, Any]) -> str:
     return MESSAGES["invalid"]
 
 
+def request_error(exc: RequestDataTooBig | TooManyFieldsSent | TooManyFilesSent) -> ApiError:
+    """Django's own refusals of a request body, raised while a view reads it. The body policy
+    (config/body_limits.py) refuses oversized bodies before that, so these are a backstop."""
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        message = f"This request is larger than the {limit:,} bytes we read (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+        return ApiError(413, "too_large", message, limit=limit)
+    if isinstance(exc, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        message = f"At most {limit} files in one request; send fewer at once."
+        return ApiError(413, "too_large", message, fields={"file": [message]}, limit=limit)
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    message = f"At most {limit} form fields in one request."
+    return ApiError(400, "invalid", message, fields={"non_field_errors": [message]})
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler (it sets WWW-Authenticate and Retry-After), with every body in the common shape."""
     if isinstance(exc, QuotaExceeded):
         exc = quota_error(exc)
+    if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)):
+        exc = request_error(exc)
     if isinstance(exc, ApiError):
         body = error_body(exc.code, exc.message, exc.fields, **exc.extra)
         return Response(body, status=exc.status_code, headers=exc.headers)

@@ -323,7 +323,9 @@ class ErrorDetailSerializer(serializers.Serializer):
         required=False,
         help_text="Field -> messages, for a request to correct.",
     )
-    limit = serializers.IntegerField(required=False, help_text="429/402: the limit in force.")
+    limit = serializers.IntegerField(
+        required=False, help_text="429/402: the limit in force; 413 for a request body: its limit in bytes."
+    )
     usage = serializers.IntegerField(required=False, help_text="429/402: what was used of it.")
     reset = serializers.IntegerField(
         required=False,

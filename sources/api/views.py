@@ -6,7 +6,6 @@ import hashlib
 import json
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -173,9 +172,6 @@ class SourceListView(WorkspaceAPIView):
     def _upload(self, request: Request) -> Response:
         """One or many files (field `file`), each becoming an upload source; a file whose content the agent
         already has is stored all the same (it may be wanted under another title) and reported."""
-        ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000
-        if int(request.META.get("CONTENT_LENGTH") or 0) > ceiling:
-            return invalid({"file": ["The upload is larger than we accept."]}, status_code=413)
         try:
             sources = lifecycle.upload_create(
                 workspace=self.workspace,
