@@ -5,20 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, inline_serializer
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sources.models import Status
 
+INVALID_CURSOR = "This is not a cursor we gave out; follow the `next` or `previous` link of the page before."
+
 
 class NewestFirst(CursorPagination):
-    """Cursor pages with the total (`count`) that matches the filters, so a client knows what to expect."""
+    """Cursor pages with the total (`count`) that matches the filters, so a client knows what to expect.
+    A cursor that was not ours (tampered, truncated, a position of the wrong type) is a 400 naming
+    `cursor`: its position is checked against the ordering's field before it reaches the query."""
 
     ordering = "-id"
     page_size = 100
@@ -27,7 +32,27 @@ class NewestFirst(CursorPagination):
 
     def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> list | None:
         self.count = queryset.count()
+        self.model = queryset.model
         return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        try:
+            cursor = super().decode_cursor(request)
+        except NotFound as exc:  # DRF's answer to a cursor it cannot read
+            raise ValidationError({"cursor": [INVALID_CURSOR]}) from exc
+        if cursor is not None and cursor.position is not None:
+            self._check_position(cursor.position)
+        return cursor
+
+    def _check_position(self, position: str) -> None:
+        # self.ordering is the tuple DRF resolved before decoding; the position is of its first field.
+        field = self.model._meta.get_field(self.ordering[0].lstrip("-"))
+        try:
+            if "\x00" in position:  # PostgreSQL refuses NUL in text
+                raise DjangoValidationError("NUL")
+            field.run_validators(field.to_python(position))
+        except DjangoValidationError as exc:
+            raise ValidationError({"cursor": [INVALID_CURSOR]}) from exc
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)
@@ -40,7 +65,9 @@ class OldestFirst(NewestFirst):
 
 
 PAGE_PARAMETERS = [
-    OpenApiParameter("cursor", OpenApiTypes.STR, description="From the previous page's `next` link."),
+    OpenApiParameter(
+        "cursor", OpenApiTypes.STR, description="From the previous page's `next` link; any other is a 400."
+    ),
     OpenApiParameter("page_size", OpenApiTypes.INT, description="1 to 1000; 100 by default."),
 ]
 

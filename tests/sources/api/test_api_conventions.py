@@ -169,6 +169,56 @@ def test_the_widget_api_is_not_counted_against_api_keys(client, agent, settings)
         assert response.status_code == 200 and "RateLimit-Limit" not in response
 
 
+# --- cursors ---------------------------------------------------------------------------------------------
+
+
+def _cursor(query: bytes) -> str:
+    import base64
+
+    return base64.b64encode(query).decode()
+
+
+@pytest.mark.parametrize(
+    ("cursor", "pushed_too"),
+    [
+        (_cursor(b"p=abc"), False),  # a position of the wrong type for an id: the query failed with a 500
+        (_cursor(b"p=99999999999999999999999"), False),  # beyond a bigint
+        (_cursor(b"o=-1"), True),
+        ("not base64 at all!", True),
+        ("w6k=", True),  # base64 of non-ASCII
+    ],
+)
+def test_a_cursor_we_did_not_give_out_is_a_400_naming_cursor(api, agent, cursor, pushed_too):
+    api.post("/api/v1/sources", _text(agent), format="json")
+    source_id = api.get("/api/v1/sources").json()["results"][0]["id"]
+    lists = ["/api/v1/sources", "/api/v1/agents", f"/api/v1/sources/{source_id}/documents"]
+    # Pushed documents are ordered by their external id: any text is a position there.
+    lists += [f"/api/v1/agents/{agent.id}/documents"] if pushed_too else []
+    for path in lists:
+        error = _error(api.get(path, {"cursor": cursor}), 400, "invalid")
+        assert list(error["fields"]) == ["cursor"] and "next" in error["fields"]["cursor"][0], path
+
+
+def test_a_pushed_documents_cursor_with_a_nul_is_a_400(api, agent):
+    api.put(f"/api/v1/agents/{agent.id}/documents/a", {"text": "A."}, format="json")
+    _error(api.get(f"/api/v1/agents/{agent.id}/documents", {"cursor": _cursor(b"p=a%00b")}), 400, "invalid")
+
+
+def test_the_cursors_we_give_out_still_page_through_and_an_outsiders_list_is_a_404(api, outsider_api, agent):
+    for title in ("One", "Two", "Three"):
+        api.post("/api/v1/sources", _text(agent, title=title), format="json")
+    page = api.get("/api/v1/sources", {"page_size": 2}).json()
+    rest = api.get(page["next"]).json()
+    assert [s["title"] for s in page["results"] + rest["results"]] == ["Three", "Two", "One"]
+    assert api.get(rest["previous"]).json()["results"] == page["results"]
+    source_id = page["results"][0]["id"]
+    _error(
+        outsider_api.get(f"/api/v1/sources/{source_id}/documents", {"cursor": _cursor(b"p=abc")}),
+        404,
+        "not_found",
+    )
+
+
 # --- idempotency -----------------------------------------------------------------------------------------
 
 
