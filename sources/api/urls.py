@@ -1,6 +1,22 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from sources.api import documents, search, usage, views
+
+
+class ExternalIdConverter:
+    """Any text, line breaks included (Django's `path` stops at one): an external id is checked in one place,
+    ingestion.push_input.check_external_id, so a PUT and a batch item refuse the same ids the same way."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(ExternalIdConverter, "external_id")
 
 urlpatterns = [
     path("sources", views.SourceListView.as_view(), name="source-list"),
@@ -35,7 +51,7 @@ urlpatterns = [
         name="agent-document-batch",
     ),
     path(
-        "agents/<int:agent_id>/documents/<path:external_id>",
+        "agents/<int:agent_id>/documents/<external_id:external_id>",
         documents.AgentDocumentView.as_view(),
         name="agent-document",
     ),

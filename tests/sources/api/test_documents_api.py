@@ -272,3 +272,35 @@ def test_the_push_source_shows_in_the_web_ui_with_the_others(api, client, owner,
     client.force_login(owner)
     page = client.get(f"/app/agents/{agent.id}/sources").content.decode()
     assert "Pushed documents" in page and "Sent through the documents API" in page
+
+
+@pytest.mark.parametrize("external_id", ["line\nbreak", "carriage\rreturn", "tab\there", " padded"])
+def test_an_id_we_refuse_is_the_same_400_by_put_and_in_a_batch(api, outsider_api, agent, external_id):
+    from urllib.parse import quote
+
+    put = api.put(url(agent, quote(external_id, safe="/")), {"text": "Some text."}, format="json")
+    assert put.status_code == 400, put.content  # a line break missed the route: 404
+    batch = api.post(
+        f"{url(agent)}:batch",
+        {"documents": [{"external_id": external_id, "text": "Some text."}]},
+        format="json",
+    )
+    [item] = batch.json()["results"]
+    assert item["status"] == 400 and put.json()["error"] == item["error"]
+    assert list(put.json()["error"]["fields"]) == ["external_id"]
+    # Another workspace's agent is a 404 whatever the id.
+    assert (
+        outsider_api.put(url(agent, quote(external_id, safe="/")), {"text": "t"}, format="json").status_code
+        == 404
+    )
+    assert Source.unscoped.filter(agent=agent).count() == 0
+
+
+def test_any_id_we_accept_is_reachable_by_its_path(api, agent):
+    from urllib.parse import quote
+
+    for external_id in ("guides/a b.md", "what?#100%", "ünïcode/ключ", "a//b"):
+        path = url(agent, quote(external_id, safe="/"))
+        assert api.put(path, {"text": "Some text."}, format="json").status_code == 202, external_id
+        assert api.get(path).json()["external_id"] == external_id
+        assert api.delete(path).status_code == 204
