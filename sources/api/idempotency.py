@@ -61,7 +61,8 @@ def claim(request: Request, workspace_id: int) -> Claim | None:
     if request.method != "POST" or not key:
         return None
     if len(key) > MAX_KEY_CHARS:
-        raise ApiError(400, "invalid", f"An {HEADER} is at most {MAX_KEY_CHARS} characters.")
+        message = f"An {HEADER} is at most {MAX_KEY_CHARS} characters; this one has {len(key):,}."
+        raise ApiError(400, "invalid", message, fields={HEADER: [message]})
     redis_key = (
         f"{settings.REDIS_KEY_PREFIX}idempotency:{workspace_id}:{hashlib.sha256(key.encode()).hexdigest()}"
     )

@@ -239,6 +239,21 @@ def test_a_retried_post_with_the_same_key_answers_the_first_result(api, agent):
     assert fresh.status_code == 201 and fresh.json()["id"] != first.json()["id"]
 
 
+def test_an_idempotency_key_too_long_is_a_field_error_naming_the_header(api, outsider_api, agent):
+    error = _error(
+        api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="k" * 256),
+        400,
+        "invalid",
+    )
+    assert list(error["fields"]) == ["Idempotency-Key"] and "255" in error["fields"]["Idempotency-Key"][0]
+    assert (
+        api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="k" * 255).status_code
+        == 201
+    )
+    # An outsider's key of any length never reaches our sources.
+    assert outsider_api.get(f"/api/v1/sources/{Source.unscoped.get(agent=agent).id}").status_code == 404
+
+
 def test_an_idempotency_key_belongs_to_its_workspace(api, outsider_api, agent, other_agent):
     mine = api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="shared")
     theirs = outsider_api.post(
