@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ingestion import chunk_settings, labels, lifecycle
+from ingestion.crawl.urls import normalize_url
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import KINDS, get_kind
 from ingestion.kinds.upload import UploadKind, UploadTooLarge
@@ -78,9 +79,14 @@ def _labels(data: Any, *, from_form: bool = False) -> dict[str, Any]:
         raise ValidationError(exc.errors) from exc
 
 
+def _same_address(address: str) -> str:
+    """What two spellings of one page share: HTTPS://HOST:443/a#top and https://host/a are one address."""
+    return normalize_url(address) or address
+
+
 def _existing_with_address(*, agent_id: int, kind_name: str, payload: dict) -> tuple[str, Source | None]:
-    """The agent's source of this kind at the same address (a page, a sitemap, a feed), if any. An invalid
-    payload has no address: source_create then names what to correct."""
+    """The agent's source of this kind at the same address (a page, a sitemap, a feed), if any, however
+    either is spelt. An invalid payload has no address: source_create then names what to correct."""
     kind = get_kind(kind_name)
     try:
         config = kind.validate(payload)
@@ -89,8 +95,10 @@ def _existing_with_address(*, agent_id: int, kind_name: str, payload: dict) -> t
     address = kind.address(Source(kind=kind_name, config=kind.settings_of(config)))
     if not address:
         return "", None
+    wanted = _same_address(address)
     candidates = Source.objects.filter(agent_id=agent_id, kind=kind_name).only("id", "kind", "config")
-    return address, next((s for s in candidates if kind.address(s) == address), None)
+    existing = next((s for s in candidates if _same_address(kind.address(s)) == wanted), None)
+    return (kind.address(existing) if existing is not None else address), existing
 
 
 def _lock(*parts: Any) -> None:

@@ -291,6 +291,23 @@ def test_the_same_address_twice_answers_409_with_the_existing_source(api, agent)
     assert api.post("/api/v1/sources", {**body, "kind": "sitemap"}, format="json").status_code == 201
 
 
+def test_the_same_page_spelt_differently_is_the_same_address(api, outsider_api, agent, other_agent):
+    first = api.post(
+        "/api/v1/sources", {"kind": "url", "url": "http://127.0.0.1/page", "agent": agent.id}, format="json"
+    )
+    assert first.status_code == 201, first.content
+    for spelling in ("HTTP://127.0.0.1/page", "http://127.0.0.1:80/page", "http://127.0.0.1/page#returns"):
+        body = {"kind": "url", "url": spelling, "agent": agent.id}
+        error = _error(api.post("/api/v1/sources", body, format="json"), 409, "duplicate")
+        assert error["existing_id"] == first.json()["id"] and "http://127.0.0.1/page" in error["message"]
+    # Another page of the site, and the same page in another workspace, are not duplicates.
+    other_page = {"kind": "url", "url": "http://127.0.0.1/Page", "agent": agent.id}
+    assert api.post("/api/v1/sources", other_page, format="json").status_code == 201
+    theirs = {"kind": "url", "url": "HTTP://127.0.0.1/page", "agent": other_agent.id}
+    assert outsider_api.post("/api/v1/sources", theirs, format="json").status_code == 201
+    assert outsider_api.get(f"/api/v1/sources/{first.json()['id']}").status_code == 404
+
+
 # --- the schema ------------------------------------------------------------------------------------------
 
 
