@@ -205,11 +205,14 @@ def _field_errors(exc: ValidationError) -> dict[str, list[str]]:
 def html_to_text(html: str) -> tuple[str, str]:
     """(title, text) of an HTML document. trafilatura, as the crawler and the HTML parser use it, keeps the
     main content as Markdown; the crawler's page checks (not-found pages, bot walls) are for pages we fetch,
-    not for what a customer sends, so they are not applied. All visible text when trafilatura finds none."""
+    not for what a customer sends, so they are not applied. All visible text when trafilatura finds none.
+    The title is the document's <title> (README); trafilatura's guess (og:title, a lone <h1>) only when it
+    has none."""
     import lxml.html
     import trafilatura
     from lxml_html_clean import Cleaner
 
+    title = html_title(html)
     text = trafilatura.extract(
         html,
         output_format="markdown",
@@ -219,8 +222,9 @@ def html_to_text(html: str) -> tuple[str, str]:
         include_links=False,
         favor_recall=True,
     )
-    metadata = trafilatura.extract_metadata(html)
-    title = (metadata.title or "").strip() if metadata is not None else ""
+    if not title:
+        metadata = trafilatura.extract_metadata(html)
+        title = (metadata.title or "").strip() if metadata is not None else ""
     if not text or not text.strip():
         try:
             tree = Cleaner(scripts=True, javascript=True, style=True, comments=True).clean_html(
@@ -230,6 +234,15 @@ def html_to_text(html: str) -> tuple[str, str]:
         except (ValueError, lxml.etree.ParserError):
             text = ""
     return title, text or ""
+
+
+def html_title(html: str) -> str:
+    """The text of the document's <title> in its head (not an SVG's), whitespace folded; "" without one."""
+    from trafilatura import load_html
+
+    tree = load_html(html)
+    title = tree.findtext("head/title") if tree is not None else None
+    return " ".join((title or "").split())[:500]
 
 
 def markdown_title(text: str) -> str:

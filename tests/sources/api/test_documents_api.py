@@ -304,3 +304,18 @@ def test_any_id_we_accept_is_reachable_by_its_path(api, agent):
         assert api.put(path, {"text": "Some text."}, format="json").status_code == 202, external_id
         assert api.get(path).json()["external_id"] == external_id
         assert api.delete(path).status_code == 204
+
+
+def test_html_is_titled_by_its_title_element_before_its_heading(api, outsider_api, agent):
+    body = "<p>" + "Fill the kettle to the MAX line and press the switch once. " * 5 + "</p>"
+    html = f"<html><head><title>Kettle guide</title></head><body><article><h1>Installing</h1>{body}</article>"
+    assert api.put(url(agent, "titled"), {"html": html}, format="json").json()["title"] == "Kettle guide"
+    # Without a <title>, trafilatura's guess (the lone heading) rather than the id.
+    untitled = f"<html><body><article><h1>Installing</h1>{body}</article></body></html>"
+    assert api.put(url(agent, "untitled"), {"html": untitled}, format="json").json()["title"] == "Installing"
+    # A title sent with the document wins; an SVG's <title> is not the page's.
+    svg = f"<html><body><svg><title>Icon</title></svg><h1>Installing</h1>{body}</body></html>"
+    assert api.put(url(agent, "svg"), {"html": svg}, format="json").json()["title"] != "Icon"
+    sent = api.put(url(agent, "sent"), {"html": html, "title": "Mine"}, format="json")
+    assert sent.json()["title"] == "Mine"
+    assert outsider_api.get(url(agent, "titled")).status_code == 404
