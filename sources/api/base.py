@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from sources.api import idempotency
 from sources.api.auth import ApiKeyPrincipal, workspace_for_request
+from sources.api.schema import WorkspaceSchema
 from sources.models import Membership, Workspace
 from sources.tenancy import activate_workspace, deactivate_workspace
 
@@ -28,6 +29,7 @@ def can_manage(request: Request, workspace: Workspace) -> bool:
 
 class WorkspaceAPIView(APIView):
     workspace: Workspace
+    schema = WorkspaceSchema()
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

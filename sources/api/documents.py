@@ -109,6 +109,10 @@ EXTERNAL_ID = OpenApiParameter(
     "external_id", str, OpenApiParameter.PATH, description="Your id for the document; may contain slashes."
 )
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such agent (or document) in your workspace.")
+QUOTA = OpenApiResponse(
+    ErrorSerializer,
+    description="The plan's documents, sources or stored bytes are used up (`quota_exceeded`, with `quota`).",
+)
 
 
 def _outcome_status(outcome: push.Outcome) -> int:
@@ -201,8 +205,13 @@ class AgentDocumentView(WorkspaceAPIView):
             202: OpenApiResponse(PutResultSerializer, description="Stored and queued for indexing."),
             200: OpenApiResponse(PutResultSerializer, description="Unchanged: nothing stored or embedded."),
             400: OpenApiResponse(ErrorSerializer, description="A field to correct, by field name."),
+            402: QUOTA,
             404: NOT_FOUND,
-            413: OpenApiResponse(ErrorSerializer, description="The document is over TEXT_SOURCE_MAX_CHARS."),
+            413: OpenApiResponse(
+                ErrorSerializer,
+                description="The document is over TEXT_SOURCE_MAX_CHARS, "
+                "or the request over PUSH_MAX_REQUEST_BYTES.",
+            ),
         },
     )
     def put(self, request: Request, agent_id: int, external_id: str) -> Response:
@@ -242,6 +251,7 @@ class AgentDocumentBatchView(WorkspaceAPIView):
         responses={
             200: OpenApiResponse(BatchResultSerializer, description="Each document answered on its own."),
             400: OpenApiResponse(ErrorSerializer, description='The body is not {"documents": [...]}.'),
+            402: QUOTA,
             404: NOT_FOUND,
             413: OpenApiResponse(ErrorSerializer, description="Too many documents, or too large a request."),
         },

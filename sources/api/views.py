@@ -135,7 +135,8 @@ class SourceListView(WorkspaceAPIView):
             400: ErrorSerializer,
             409: OpenApiResponse(
                 ErrorSerializer,
-                description="The agent already has this address: `existing_id` is its source.",
+                description="The agent already has this address (`duplicate`: `existing_id` is its source), "
+                "or a request with this Idempotency-Key is still running (`idempotency_in_progress`).",
             ),
             413: OpenApiResponse(ErrorSerializer, description="A file or the upload is over the limits."),
             **ERRORS,

@@ -331,6 +331,41 @@ def test_the_schema_documents_search_as_an_object_and_every_operation_has_a_resp
     assert set(schema["components"]["securitySchemes"]) == {"apiKey", "session"}
 
 
+def test_the_schema_lists_every_status_the_api_answers(api, outsider_api, agent):
+    import yaml
+
+    paths = yaml.safe_load(api.get("/api/v1/schema").content)["paths"]
+
+    def statuses(path: str, method: str) -> set[int]:
+        return {int(code) for code in paths[path][method]["responses"]}
+
+    documents = "/api/v1/agents/{agent_id}/documents"
+    assert {402, 413, 415} <= statuses(documents + "/{external_id}", "put")  # 402 was missing
+    assert {402, 409, 413, 415, 422} <= statuses(documents + ":batch", "post")
+    assert {409, 413, 415, 422} <= statuses("/api/v1/sources", "post")  # 415 and 422 were missing
+    for path in ("/api/v1/sources", "/api/v1/agents", "/api/v1/sources/{source_id}/documents", documents):
+        assert 400 in statuses(path, "get"), path  # a cursor we did not give out
+    # Every workspace operation (not the widget's, keyed by a public key) lists what its machinery answers.
+    for path, operations in paths.items():
+        if "{public_key}" in path:
+            continue
+        for method, operation in operations.items():
+            expected = {401, 403, 429} | ({404} if "{" in path else set())
+            expected |= {400, 413, 415} if "requestBody" in operation else set()
+            expected |= {409, 422} if method == "post" else set()
+            assert expected <= statuses(path, method), (method, path, expected - statuses(path, method))
+    # What the schema says is what the API answers: a 415 and a 422, in the error shape.
+    _error(api.post("/api/v1/sources", data="text", content_type="text/plain"), 415, "unsupported_media_type")
+    api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="s-1")
+    reused = api.post("/api/v1/sources", _text(agent, title="B"), format="json", HTTP_IDEMPOTENCY_KEY="s-1")
+    _error(reused, 422, "idempotency_key_reused")
+    _error(
+        outsider_api.put(f"/api/v1/agents/{agent.id}/documents/a", {"text": "t"}, format="json"),
+        404,
+        "not_found",
+    )
+
+
 def test_the_browsable_docs_are_served(client):
     assert client.get("/api/v1/docs").status_code == 200
     assert client.get("/api/v1/redoc").status_code == 200
