@@ -278,13 +278,15 @@ def _cluster_tops(chars: list[tuple]) -> list[list[tuple]]:
             lines.append(cluster)
             continue
         # Tops chained further than one line (two lines of small print a few points apart, with other
-        # text at tops between them): each line is anchored on its first top instead, so the two lines'
-        # characters are not sorted into one by their x and interleaved.
-        anchor: float | None = None
+        # text at tops between them): a character joins the line of the first character it shares half
+        # its height with, so the two lines' characters are not sorted into one by x and interleaved.
+        anchor: tuple | None = None
         for char in cluster:
-            if anchor is None or char[1] - anchor > Y_TOLERANCE:
+            if anchor is None or min(anchor[3], char[3]) - char[1] < 0.5 * min(
+                anchor[3] - anchor[1], char[3] - char[1]
+            ):
                 lines.append([])
-                anchor = char[1]
+                anchor = char
             lines[-1].append(char)
     return lines
 

@@ -236,3 +236,8 @@ def test_small_labels_of_a_scaled_diagram_and_turned_words_read_whole() -> None:
         in extracted
     )
     assert "Number of characteristics" in extracted
+
+
+def test_a_descender_does_not_leave_its_line_beside_a_taller_neighbour() -> None:
+    # 'y' of "Style" sits lower than the button label beside it; it stays in its word.
+    assert "Arrow Style and Size" in text("pdf/pdffill-demo-form.pdf")
