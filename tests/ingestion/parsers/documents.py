@@ -30,6 +30,11 @@ def _outcome(relative: str) -> tuple[Segment, ...] | ParseError:
         return exc
 
 
+def outcome(relative: str) -> tuple[Segment, ...] | ParseError:
+    """The file's segments, or the ParseError it was refused with (parsed once per test run)."""
+    return _outcome(relative)
+
+
 def segments(relative: str) -> tuple[Segment, ...]:
     outcome = _outcome(relative)
     if isinstance(outcome, ParseError):
