@@ -8,7 +8,9 @@ holder is dead: the hold is free again for any index job, and the sweeper puts t
 (ingestion/sweeper.py). Index tasks hold for 120 + 30 s, inside the broker's 300 s visibility timeout, so a
 dead worker's redelivered job finds its documents free. A holder that outlived its hold anyway (a pool
 process orphaned by a killed main process, an inline call) writes nothing: it stores a document only while
-the row still carries its token (`still_held`). See docs/RELIABILITY.md.
+the row still carries its token (`still_held`). A newer version of a pushed document releases the hold
+(ingestion/push.py clears `due_by` as it writes the new text): the holder, embedding the older text, stores
+nothing, and the newer version's own job claims the document at once. See docs/RELIABILITY.md.
 """
 
 from __future__ import annotations
@@ -61,12 +63,27 @@ def free() -> Q:
     return Q(due_by__isnull=True) | Q(status=Status.INDEXING, due_by__lt=timezone.now())
 
 
-def hold_documents(document_ids: list[int]) -> datetime:
-    """Hold documents this job was handed (a source's own index job): they go to indexing with a deadline,
-    so no index job takes them as companions meanwhile. Returns the hold's token."""
+def held_by_a_live_job() -> Q:
+    """Documents an index job holds and may still store (its hold has not passed)."""
+    return Q(status=Status.INDEXING, due_by__gte=timezone.now())
+
+
+def hold_documents(document_ids: list[int]) -> tuple[list[int], datetime]:
+    """Hold documents this job was handed (a source's own index job, an upload's): they go to indexing
+    with a deadline, so no index job takes them as companions meanwhile. A document another index job
+    holds is left to it: a newer pushed version's own job, which would otherwise lose it to a job that
+    read the older text. Returns the ids held, in id order, and the hold's token."""
     held_until = _new_hold()
-    Document.objects.filter(id__in=document_ids).update(status=Status.INDEXING, due_by=held_until)
-    return held_until
+    with transaction.atomic():
+        ids = list(
+            Document.objects.select_for_update()
+            .filter(id__in=document_ids)
+            .exclude(held_by_a_live_job())
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        Document.objects.filter(id__in=ids).update(status=Status.INDEXING, due_by=held_until)
+    return ids, held_until
 
 
 def claim_ready(
@@ -110,7 +127,8 @@ def claim_ready(
 
 def still_held(document_id: int, held_until: datetime) -> bool:
     """Inside the transaction that stores a document: lock its row and say whether it still carries this
-    job's token. False when the hold passed and the sweeper or another job took the document since."""
+    job's token. False when the hold passed and the sweeper or another job took the document since, when a
+    newer version released it, or when the document was deleted."""
     return (
         Document.objects.select_for_update()
         .filter(id=document_id, status=Status.INDEXING, due_by=held_until)

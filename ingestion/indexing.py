@@ -181,7 +181,10 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
         return
     with workspace_scope(documents[0].workspace_id):
         if held_until is None:
-            held_until = claims.hold_documents([d.id for d in documents])
+            held, held_until = claims.hold_documents([d.id for d in documents])
+            # Read again once held: the text indexed is the one on the row now (a newer pushed version may
+            # have replaced it since it was read), and a document another job holds is left to that job.
+            documents = list(Document.objects.filter(id__in=held).select_related("source").order_by("id"))
         started = time.perf_counter()
         prepared: list[Prepared] = []
         for document in documents:
@@ -370,11 +373,10 @@ def _store_document(
     try:
         with transaction.atomic():
             if not claims.still_held(document.id, held_until):
-                # Our hold passed and the document went to another job (the sweeper judged us dead): its
-                # holder writes it, so this late copy neither duplicates nor overwrites anything.
-                log.warning(
-                    "document %s: its hold passed before it was stored; left to its new holder", document.id
-                )
+                # A newer version released our hold, or it passed and the document went to another job
+                # (the sweeper judged us dead), or the document was deleted: its holder, if any, writes
+                # it, so this late copy neither duplicates nor overwrites anything.
+                log.info("document %s: no longer held by this job; nothing stored", document.id)
                 return
             old_ids = [str(i) for i in document.chunks.values_list("id", flat=True)]
             # Through the store first, so its keyword statistics stay in step, then the rows.

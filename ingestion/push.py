@@ -4,7 +4,9 @@ The documents API (sources/api/documents.py), `manage.py ingest` and nothing els
 pushed documents live in its one source of the push kind (ingestion/kinds/push.py), made with the first
 document and removed with the last. A document is stored at once and indexed on the index queue
 (lifecycle.queue_index_jobs); what it would index to is fingerprinted, so pushing the same document
-again stores nothing and embeds nothing.
+again stores nothing and embeds nothing. The last write wins: a version pushed while an older one is being
+indexed releases that job's claim, so the older text is never stored over it and the new version's job
+starts at once (a burst of PUTs of one id is a CI pipeline's normal case).
 
 Every write locks the agent's row, then the push source's: pushes to one agent are serialised (no two
 push sources, no two documents with one id), and a reindex of the source cannot start halfway through.
@@ -160,6 +162,10 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
             document.title, document.text, document.url = prepared.title, prepared.text, prepared.url
             document.metadata, document.content_hash = prepared.metadata, prepared.fingerprint
             document.status, document.error, document.error_detail = Status.PENDING, "", ""
+            # The last write wins: a job still indexing an older version is released (it stores nothing,
+            # ingestion/claims.py), and this version's job claims the document at once. A hold left on the
+            # row would keep both from it until the hold passed and a sweep came (150-180 s).
+            document.due_by = None
             document.save()
             outcome.document = document
             changed.append(document.id)
@@ -168,7 +174,9 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
 
 
 def _set_pending(document: Document) -> None:
-    Document.objects.filter(id=document.id).update(status=Status.PENDING, error="", error_detail="")
+    Document.objects.filter(id=document.id).update(
+        status=Status.PENDING, error="", error_detail="", due_by=None
+    )
     document.status, document.error = Status.PENDING, ""
 
 
