@@ -36,9 +36,9 @@ MIN_SIMILARITY = 0.35  # a unit must be relevant on its own ...
 MIN_OVERLAP = 0.5  # ... or carry half of the question's terms
 RELATIVE_CUTOFF = 0.8  # further units must score close to the best one
 PASSAGE_CUTOFF = 0.5  # passages scoring below this share of the best passage are not used
-OVERLAP_WEIGHT = 0.3
+OVERLAP_WEIGHT = 0.4
 PASSAGE_WEIGHT = 0.1
-KIND_WEIGHT = 0.1  # a candidate stating the kind of fact the question asks for
+KIND_WEIGHT = 0.2  # a candidate stating the kind of fact the question asks for
 MIN_UNIT_CHARS = 8
 REDUNDANCY_WEIGHT = 0.2
 
