@@ -12,6 +12,7 @@ frame turned back by the direction most of its glyphs run, so its lines read lik
 
 from __future__ import annotations
 
+import ctypes
 import math
 import unicodedata
 from collections import Counter
@@ -206,6 +207,7 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
     visible = unmapped = private_use = 0
     raw_page = textpage.raw
     matrix = raw.FS_MATRIX()
+    matrix_ref = ctypes.byref(matrix)
     for index in range(textpage.count_chars()):
         if raw.FPDFText_IsGenerated(raw_page, index):
             continue
@@ -226,7 +228,7 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
             private_use += 1
             continue
         quarter = _quarter(raw.FPDFText_GetCharAngle(raw_page, index))
-        glyphs.append((rect, char, quarter, _font_size(raw_page, index, matrix)))
+        glyphs.append((rect, char, quarter, _font_size(raw, raw_page, index, matrix, matrix_ref)))
     frame = Frame.of(mediabox, text_turn([g[2] for g in glyphs if g[1] != " "], rotation))
     chars: list[tuple] = []
     for rect, char, quarter, size in glyphs:
@@ -245,16 +247,12 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
     return chars, (visible, unmapped, private_use), frame
 
 
-def _font_size(raw_page: Any, index: int, matrix: Any) -> float:
+def _font_size(raw: Any, raw_page: Any, index: int, matrix: Any, matrix_ref: Any) -> float:
     """The glyph's font size as drawn on the page: the size set in the text (Tf) scaled by the text and
     page matrices, as pdfminer gives it. The size alone is wrong both ways: 1 for a text set at 1 and
     scaled up 8 times (Word's output), 8.9 for a UML diagram's labels drawn at half size in a form."""
-    import ctypes
-
-    import pypdfium2.raw as raw
-
     size = raw.FPDFText_GetFontSize(raw_page, index)
-    if raw.FPDFText_GetMatrix(raw_page, index, ctypes.byref(matrix)):
+    if raw.FPDFText_GetMatrix(raw_page, index, matrix_ref):
         size *= math.hypot(matrix.c, matrix.d)
     return size
 
