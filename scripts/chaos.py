@@ -278,7 +278,7 @@ def outcome(workspace_id: int, sources: list[int]) -> dict:
         "doubled_positions": doubled,
         "orphans": orphans,
         "unclassed_failures": sum(1 for s, f, _ in pages.values() if s == "failed" and not f),
-        "in_flight": sum(1 for s, _, _ in pages.values() if s not in ("done", "failed")),
+        "in_flight": sum(1 for s, _, _ in pages.values() if s not in ("done", "failed", "skipped")),
     }
 
 

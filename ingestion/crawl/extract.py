@@ -48,7 +48,7 @@ class DroppedPage(Exception):
     MESSAGES = {
         "empty": "This page has no readable text.",
         "too_short": "This page has too little text to be useful, so we skipped it.",
-        "not_found": "This page says it doesn't exist (a 'page not found' page), so we skipped it.",
+        "not_found": "This page says it doesn't exist (a 'page not found' page), so we didn't index it.",
         "bot_wall": "The site showed us a bot check instead of the page, so we couldn't read it.",
         "needs_javascript": "This page builds its text with JavaScript; it needs the browser crawler.",
         "search_page": "This is the site's search page: its results need a query; it has nothing to index.",
