@@ -40,6 +40,17 @@ def test_file_names_with_a_leading_dot_do_not_end_a_sentence():
     ]
 
 
+def test_a_dot_file_inside_a_path_does_not_end_a_sentence():
+    # Seen on held-out sets (#52): "... the netrc file at ~/." and ".netrc, ..." made two halves of a fact.
+    assert sentences("Credentials come from ~/.netrc, unless NETRC says otherwise. Then nothing else.") == [
+        "Credentials come from ~/.netrc, unless NETRC says otherwise.",
+        "Then nothing else.",
+    ]
+    assert sentences("The upload settings live in ~/.dput.cf on your machine. That is all.")[0] == (
+        "The upload settings live in ~/.dput.cf on your machine."
+    )
+
+
 def test_code_lines_stand_alone_and_are_not_joined_to_prose():
     units = texts(
         "The config can be modified like any dictionary:\n"
