@@ -172,6 +172,7 @@ def _outcome(source: Source, removed: dict[str, list[str]], listing_error: str) 
         # A held-back page that failed in an earlier sync was not tried by this one.
         failed=Count("id", filter=Q(status=Status.FAILED) & ~Q(sync_outcome=HELD_BACK)),
         held_back=Count("id", filter=Q(sync_outcome=HELD_BACK)),
+        skipped=Count("id", filter=Q(status=Status.SKIPPED)),
     )
     outcome: dict[str, Any] = {
         **counts,
@@ -190,11 +191,14 @@ def _outcome(source: Source, removed: dict[str, list[str]], listing_error: str) 
 
 
 def outcome_summary(last_sync: dict[str, Any]) -> str:
-    """One line for people: "2 added, 3 changed, 70 unchanged, 2 removed, 0 failed", and when the plan
-    held pages back, ", 5 held back (daily crawl quota)"."""
+    """One line for people: "2 added, 3 changed, 70 unchanged, 2 removed, 0 failed", then the pages left
+    out on purpose when there are any (", 4 skipped"), and when the plan held pages back, ", 5 held back
+    (daily crawl quota)"."""
     if not last_sync:
         return ""
     parts = [f"{last_sync.get(k, 0)} {k}" for k in ("added", "changed", "unchanged", "removed", "failed")]
+    if last_sync.get("skipped"):
+        parts.append(f"{last_sync['skipped']} skipped")
     if last_sync.get("held_back"):
         parts.append(f"{last_sync['held_back']} held back (daily crawl quota)")
     return ", ".join(parts)

@@ -323,3 +323,9 @@ def test_a_feeds_rechecked_items_count_against_todays_crawl_pages(eager, site, w
     assert source.last_sync["held_back"] == 3 and source.last_sync["unchanged"] == 0
     assert "3 pages not fetched today" in source.notice and source.status == "done"
     assert all(found(workspace, word) for word in WORDS[:3])
+
+
+def test_the_sync_summary_names_the_pages_skipped_on_purpose() -> None:
+    last_sync = {"added": 1, "changed": 0, "unchanged": 5, "removed": 0, "failed": 1, "skipped": 3}
+    assert outcome_summary(last_sync) == "1 added, 0 changed, 5 unchanged, 0 removed, 1 failed, 3 skipped"
+    assert outcome_summary({**last_sync, "skipped": 0}).endswith("1 failed")
