@@ -171,6 +171,7 @@ def _audit_counters(report: Report, workspace_id: int, *, repair: bool) -> None:
             total=Count("id"),
             done=Count("id", filter=Q(status=Status.DONE)),
             failed=Count("id", filter=Q(status=Status.FAILED)),
+            skipped=Count("id", filter=Q(status=Status.SKIPPED)),
         )
         .order_by()
     )
@@ -180,11 +181,17 @@ def _audit_counters(report: Report, workspace_id: int, *, repair: bool) -> None:
     )
     wrong = []
     for source in Source.objects.exclude(status__in=ACTIVE_STATUSES).only(
-        "id", "pages_total", "pages_done", "pages_failed", "chunks_count"
+        "id", "pages_total", "pages_done", "pages_failed", "pages_skipped", "chunks_count"
     ):
-        row = documents.get(source.id, {"total": 0, "done": 0, "failed": 0})
-        kept = (source.pages_total, source.pages_done, source.pages_failed, source.chunks_count)
-        actual = (row["total"], row["done"], row["failed"], chunks.get(source.id, 0))
+        row = documents.get(source.id, {"total": 0, "done": 0, "failed": 0, "skipped": 0})
+        kept = (
+            source.pages_total,
+            source.pages_done,
+            source.pages_failed,
+            source.pages_skipped,
+            source.chunks_count,
+        )
+        actual = (row["total"], row["done"], row["failed"], row["skipped"], chunks.get(source.id, 0))
         if kept != actual:
             wrong.append(source.id)
     if repair:

@@ -144,6 +144,14 @@ def test_source_counters_that_dont_add_up_are_derived_again(store, workspace, ag
     assert (source.pages_done, source.chunks_count) == (1, Chunk.unscoped.filter(source_id=text.id).count())
 
 
+def test_a_skipped_count_that_doesnt_add_up_is_derived_again(store, workspace, agent):
+    text, _other, _uploaded = knowledge(workspace, agent)
+    Source.unscoped.filter(id=text.id).update(pages_skipped=3)
+    assert found(audit()) == {"source_counters": 1}
+    audit(repair=True)
+    assert Source.unscoped.get(id=text.id).pages_skipped == 0
+
+
 def test_a_busy_workspace_is_reported_but_its_store_is_not_repaired(store, workspace, agent):
     text, other, _uploaded = knowledge(workspace, agent)
     with workspace_scope(workspace.id):
