@@ -185,6 +185,8 @@ def documents_index(*, documents: list[Document], held_until: datetime | None = 
             # Read again once held: the text indexed is the one on the row now (a newer pushed version may
             # have replaced it since it was read), and a document another job holds is left to that job.
             documents = list(Document.objects.filter(id__in=held).select_related("source").order_by("id"))
+            if not documents:
+                return  # all held by other jobs, or deleted with their source
         started = time.perf_counter()
         prepared: list[Prepared] = []
         for document in documents:

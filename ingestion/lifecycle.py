@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -211,19 +211,50 @@ def upload_replace(*, source: Source, upload: Any) -> None:
 # --- deleting ------------------------------------------------------------------------------------------
 
 
+# A delete that finds rows a running job committed under it runs again (see source_delete).
+DELETE_ATTEMPTS = 3
+
+
 def source_delete(*, source: Source) -> None:
     """Delete a source with its documents, chunks, vector points and stored files.
 
     The database rows go in one transaction, after the store has dropped the vector points (a store
     that fails aborts the whole delete, so no point outlives its chunk); files go once it commits.
+
+    A running job never makes a delete fail (issue #56: a delete while the index job stored passages
+    answered 500 and kept the source). The source's documents are locked first, in id order: the delete
+    waits for a document being stored, then removes what was stored with it, and a job that comes to store
+    after the delete finds its document gone and writes nothing (ingestion/claims.py). Rows a job inserts
+    without holding one of them (a crawl's new pages, an upload's parts) and commits while the delete runs
+    would break its foreign keys at commit: they are checked before the delete ends, and it runs again,
+    seeing them.
     """
     workspace_id, source_id = source.workspace_id, source.id
     with workspace_scope(workspace_id), transaction.atomic():
-        delete_source_chunks(source=source)
-        source.delete()
+        for attempt in range(1, DELETE_ATTEMPTS + 1):
+            try:
+                with transaction.atomic():
+                    _delete_source_rows(source)
+                break
+            except IntegrityError:
+                if attempt == DELETE_ATTEMPTS:
+                    raise
         transaction.on_commit(lambda: storage.delete_files(workspace_id, source_id))
         transaction.on_commit(lambda: backlog.clear(source_id))
     semantic_cache.invalidate(workspace_id=workspace_id, agent_id=source.agent_id)
+
+
+def _delete_source_rows(source: Source) -> None:
+    list(
+        Document.objects.select_for_update()
+        .filter(source_id=source.id)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    delete_source_chunks(source=source)
+    # By query, not source.delete(): that clears the instance's id, which a second attempt needs.
+    Source.objects.filter(id=source.id).delete()
+    connection.check_constraints()  # deferred foreign keys, checked now, inside this attempt
 
 
 # --- processing again ----------------------------------------------------------------------------------

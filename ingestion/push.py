@@ -128,12 +128,9 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
             quotas.check(workspace, "sources")  # the agent's push source is made with its first document
         source = _push_source(agent, create=True)
         assert source is not None
-        existing = {
-            d.external_id: d
-            for d in Document.objects.filter(
-                source=source, external_id__in=[p.external_id for _, p in ready]
-            ).select_for_update()
-        }
+        # Locked in id order, as a delete of the source locks them (lifecycle.source_delete): no deadlock.
+        batch = Document.objects.filter(source=source, external_id__in=[p.external_id for _, p in ready])
+        existing = {d.external_id: d for d in batch.select_for_update().order_by("id")}
         # The plan, for the whole batch before anything is written (QuotaExceeded: 402 for the request).
         new = [p for _, p in ready if p.external_id not in existing]
         if new:
@@ -199,7 +196,9 @@ def delete_documents(*, workspace: Workspace, agent_id: Any, external_ids: Itera
         source = _push_source(agent, create=False)
         if source is None or not wanted:
             return []
-        documents = list(Document.objects.filter(source=source, external_id__in=wanted).select_for_update())
+        documents = list(
+            Document.objects.filter(source=source, external_id__in=wanted).select_for_update().order_by("id")
+        )
         if not documents:
             return []
         document_ids = [d.id for d in documents]
