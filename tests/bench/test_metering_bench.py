@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from sources import metering, quotas
 from sources.models import Document, Plan, Source
@@ -54,8 +54,9 @@ def test_metering_cost_per_event_beside_a_redis_counter(workspace, agent):
             [Document(workspace=workspace, source=source, text="x" * 2000) for _ in range(2000)]
         )
 
-    def create_checks() -> None:
-        quotas.check_sources_create(workspace, incoming_bytes=500, fetches=True)
+    def create_checks() -> None:  # as source_create runs them: inside its transaction, holding the workspace
+        with transaction.atomic():
+            quotas.check_sources_create(workspace, incoming_bytes=500, fetches=True)
 
     result = {
         "benchmark": "metering_per_event",
