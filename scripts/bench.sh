@@ -4,6 +4,8 @@
 #   1a. extraction beside the extractor before issue #16, page by page (tests/bench/test_extract_bench.py)
 #   1a'. end-to-end crawl + index on real workers beside the raw embedder (tests/bench/test_pipeline_bench.py;
 #       ~6 min on 2 cores: the Flask docs, then a generated 120-page site batched and one document per job)
+#   1a''. how much of each shared site reaches the index beside trafilatura's selection, and each shared document
+#       beside a plain reader (tests/bench/test_fidelity_bench.py, test_document_fidelity_bench.py; issue #52)
 #   1b. PDF text-layer pages/s beside pypdf (tests/bench/test_parsing_bench.py)
 #   1b'. sentence segmentation of the Flask docs' chunks beside pysbd as shipped (tests/bench/test_segment_bench.py)
 #   1b''. small index jobs: batches cut by padding beside fixed batches of 32 (tests/bench/test_padding_bench.py)
@@ -28,6 +30,8 @@ source .local/env
 export DJANGO_SETTINGS_MODULE=config.settings.test
 .venv/bin/python -m pytest tests/bench/test_ingestion_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_extract_bench.py -m bench -q -s "$@"
+GROUNDED_BENCH_FIDELITY=full .venv/bin/python -m pytest tests/bench/test_fidelity_bench.py -m bench -q -s "$@"
+.venv/bin/python -m pytest tests/bench/test_document_fidelity_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_PIPELINE=full .venv/bin/python -m pytest tests/bench/test_pipeline_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_parsing_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_SEGMENT=full .venv/bin/python -m pytest tests/bench/test_segment_bench.py -m bench -q -s "$@"
