@@ -24,7 +24,7 @@ from ingestion.indexing import batch_budget, delete_source_chunks, source_refres
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
-from ingestion.pages import max_countdown
+from ingestion.pages import fetch_again, max_countdown
 from retrieval import cache as semantic_cache
 from sources import quotas
 from sources.models import ACTIVE_STATUSES, Document, Schedule, Source, Status, Workspace
@@ -344,15 +344,7 @@ def index_anyway(*, document: Document) -> None:
         if Source.objects.filter(id=document.source_id, status__in=ACTIVE_STATUSES).exists():
             raise KindError({"source": ["This source is being processed; try again when it has finished."]})
         claimed = Document.objects.filter(id=document.id, status=Status.SKIPPED).update(
-            status=Status.PENDING,
-            keep_short=True,
-            error="",
-            error_detail="",
-            skip_reason="",
-            skipped_chars=0,
-            attempts=0,
-            due_by=None,
-            updated_at=timezone.now(),
+            keep_short=True, **fetch_again()
         )
         if not claimed:  # not skipped (any more: another request may have come first)
             raise KindError({"document": ["Only a skipped page can be indexed anyway; this one isn't."]})
@@ -375,16 +367,7 @@ def _queue_skipped(source: Source) -> int:
         return 0
     # As many as today's crawl pages allow; the next sync fetches the rest.
     skipped = skipped[: quotas.take_up_to(source.workspace, "crawl_pages", len(skipped))]
-    Document.objects.filter(id__in=skipped, status=Status.SKIPPED).update(
-        status=Status.PENDING,
-        error="",
-        error_detail="",
-        skip_reason="",
-        skipped_chars=0,
-        attempts=0,
-        due_by=None,
-        updated_at=timezone.now(),
-    )
+    Document.objects.filter(id__in=skipped, status=Status.SKIPPED).update(**fetch_again())
     source_refresh_status(source_id=source.id)
     queue_page_jobs(workspace_id=source.workspace_id, document_ids=skipped)
     return len(skipped)

@@ -165,17 +165,7 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
         # Known pages keep their ETag and content hash, so fetching them again is incremental, and the
         # admin's "index it anyway" (keep_short), so a skipped page they kept stays kept.
         # updated_at too: the sweeper judges pending pages by it, and a page indexed days ago is not stalled.
-        to_crawl.update(
-            status=Status.PENDING,
-            error="",
-            error_detail="",
-            failure_class="",
-            skip_reason="",
-            skipped_chars=0,
-            attempts=0,
-            due_by=None,
-            updated_at=timezone.now(),
-        )
+        to_crawl.update(**fetch_again())
         notice = f"{expansion.notice} {admitted.notice}".strip()
         if skipped:
             robots = f"{skipped} listed page{'s' if skipped != 1 else ''} skipped by robots.txt."
@@ -230,6 +220,22 @@ def page_policy(source: Source) -> FetchPolicy:
     """Page fetches stay on the page's site (or its www. twin) unless the source allows otherwise."""
     offsite = bool(source.config.get("offsite_redirects"))
     return dataclasses.replace(fetch_policy(), same_host_redirects_only=not offsite)
+
+
+def fetch_again() -> dict[str, object]:
+    """The fields that put a known page back in line to be fetched: pending, with no error, skip or attempt
+    left from before. updated_at too: the sweeper judges pending pages by it."""
+    return {
+        "status": Status.PENDING,
+        "error": "",
+        "error_detail": "",
+        "failure_class": "",
+        "skip_reason": "",
+        "skipped_chars": 0,
+        "attempts": 0,
+        "due_by": None,
+        "updated_at": timezone.now(),
+    }
 
 
 def max_countdown() -> float:
