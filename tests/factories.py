@@ -40,6 +40,59 @@ def check_deferred_constraints() -> None:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
+SKIPPED_MESSAGE = "This page has too little text to be useful, so we skipped it."
+
+
+def make_skipped_site(workspace, agent, *, title: str, config: dict, short_chars: int, detail: bool):
+    """A crawled site with 2 indexed pages, 3 skipped (2 too short, 1 a list of links) and 1 failed; the
+    second short page holds `short_chars` characters, and `detail` gives each skipped page an error_detail."""
+    from sources.models import Document, Source
+    from sources.tenancy import workspace_scope
+
+    with workspace_scope(workspace.id):
+        source = Source.objects.create(
+            agent=agent,
+            kind="sitemap",
+            title=title,
+            config=config,
+            status="done",
+            pages_total=6,
+            pages_done=2,
+            pages_failed=1,
+            pages_skipped=3,
+            pages_skipped_by_reason={"too_short": 2, "link_list": 1},
+        )
+        for i in range(2):
+            Document.objects.create(source=source, url=f"http://docs.test/ok/{i}", status="done", text="fine")
+        for i, (reason, chars) in enumerate(
+            [("too_short", 42), ("too_short", short_chars), ("link_list", 900)]
+        ):
+            url = f"http://docs.test/short/{i}"
+            Document.objects.create(
+                source=source,
+                url=url,
+                status="skipped",
+                skip_reason=reason,
+                skipped_chars=chars,
+                error=SKIPPED_MESSAGE,
+                error_detail=f"{url}: {chars} characters" if detail else "",
+            )
+        Document.objects.create(
+            source=source,
+            url="http://docs.test/gone",
+            status="failed",
+            failure_class="not_found",
+            error="This page doesn't exist.",
+        )
+    return source
+
+
+def skipped_page(source, i: int = 0):
+    from sources.models import Document
+
+    return Document.unscoped.get(source_id=source.id, url=f"http://docs.test/short/{i}")
+
+
 def wait_for(predicate, *, timeout: float = 60.0, interval: float = 0.2):
     """Poll until predicate() returns something truthy; fail the test with the last value otherwise."""
     deadline = time.monotonic() + timeout

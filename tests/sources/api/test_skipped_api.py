@@ -8,52 +8,22 @@ import pytest
 
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
+from tests.factories import SKIPPED_MESSAGE, make_skipped_site, skipped_page
 
 pytestmark = pytest.mark.django_db
-
-SKIPPED_MESSAGE = "This page has too little text to be useful, so we skipped it."
 
 
 @pytest.fixture
 def site_source(workspace, agent):
     """A crawled site: 2 indexed pages, 3 skipped (2 too short, 1 a list of links), 1 failed."""
-    with workspace_scope(workspace.id):
-        source = Source.objects.create(
-            agent=agent,
-            kind="sitemap",
-            title="Docs",
-            config={"url": "http://docs.test/", "keep_short_pages": False},
-            status="done",
-            pages_total=6,
-            pages_done=2,
-            pages_failed=1,
-            pages_skipped=3,
-            pages_skipped_by_reason={"too_short": 2, "link_list": 1},
-        )
-        for i in range(2):
-            Document.objects.create(source=source, url=f"http://docs.test/ok/{i}", status="done", text="fine")
-        for i, (reason, chars) in enumerate([("too_short", 42), ("too_short", 17), ("link_list", 900)]):
-            Document.objects.create(
-                source=source,
-                url=f"http://docs.test/short/{i}",
-                status="skipped",
-                skip_reason=reason,
-                skipped_chars=chars,
-                error=SKIPPED_MESSAGE,
-                error_detail=f"http://docs.test/short/{i}: {chars} characters",
-            )
-        Document.objects.create(
-            source=source,
-            url="http://docs.test/gone",
-            status="failed",
-            failure_class="not_found",
-            error="This page doesn't exist.",
-        )
-    return source
-
-
-def skipped_page(source: Source, i: int = 0) -> Document:
-    return Document.unscoped.get(source_id=source.id, url=f"http://docs.test/short/{i}")
+    return make_skipped_site(
+        workspace,
+        agent,
+        title="Docs",
+        config={"url": "http://docs.test/", "keep_short_pages": False},
+        short_chars=17,
+        detail=True,
+    )
 
 
 def test_a_source_counts_skipped_pages_apart_from_failures(api, site_source):

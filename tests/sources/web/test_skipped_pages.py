@@ -8,48 +8,16 @@ import pytest
 
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
+from tests.factories import make_skipped_site, skipped_page
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def site_source(workspace, agent):
-    with workspace_scope(workspace.id):
-        source = Source.objects.create(
-            agent=agent,
-            kind="sitemap",
-            title="Docs site",
-            config={"url": "http://docs.test/"},
-            status="done",
-            pages_total=6,
-            pages_done=2,
-            pages_failed=1,
-            pages_skipped=3,
-            pages_skipped_by_reason={"too_short": 2, "link_list": 1},
-        )
-        for i in range(2):
-            Document.objects.create(source=source, url=f"http://docs.test/ok/{i}", status="done", text="fine")
-        for i, (reason, chars) in enumerate([("too_short", 42), ("too_short", 0), ("link_list", 900)]):
-            Document.objects.create(
-                source=source,
-                url=f"http://docs.test/short/{i}",
-                status="skipped",
-                skip_reason=reason,
-                skipped_chars=chars,
-                error="This page has too little text to be useful, so we skipped it.",
-            )
-        Document.objects.create(
-            source=source,
-            url="http://docs.test/gone",
-            status="failed",
-            failure_class="not_found",
-            error="This page doesn't exist.",
-        )
-    return source
-
-
-def skipped_page(source: Source, i: int = 0) -> Document:
-    return Document.unscoped.get(source_id=source.id, url=f"http://docs.test/short/{i}")
+    return make_skipped_site(
+        workspace, agent, title="Docs site", config={"url": "http://docs.test/"}, short_chars=0, detail=False
+    )
 
 
 def test_the_row_counts_indexed_skipped_and_failed_pages(client, owner, agent, site_source):
