@@ -41,5 +41,8 @@ SETS: dict[str, QuestionSet] = {
         QuestionSet("mkdocs", "mkdocs_qa.jsonl", "mkdocs-docs"),
         # Debian names the guide's pages page.<lang>.html; the questions are on the English ones.
         QuestionSet("maint-guide", "maint_guide_qa.jsonl", "maint-guide", page_pattern="*.en.html"),
+        # Written blind (#52): no tuning on these sites before their set was committed. Pages in subfolders
+        # (usage/extensions/..., howto/...) are pages too: site_pages() globs recursively.
+        QuestionSet("sphinx", "sphinx_qa.jsonl", "sphinx-docs"),
     )
 }
