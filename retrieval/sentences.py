@@ -9,6 +9,14 @@ the query's maximum (retrieval.keyword.max_score). On SciFact's train queries th
 0.7358 to 0.7547, both halves of the queries alike (docs/BENCHMARKS.md, "Sentence vectors"); rescoring
 only the 20 best of the fused order lost nothing against rescoring 30 or every candidate.
 
+The rescoring answers to the search's own fusion and weights (an agent's, say), so
+tuning them still changes the ranking: the chunk and sentence terms are the vector retriever's, the BM25
+term the keyword retriever's, and each is scaled by how the search weighs its retriever against the
+deployment's SEARCH_VECTOR_WEIGHT / SEARCH_KEYWORD_WEIGHT (searching at the deployment's weights rescores
+exactly as tuned; a keyword weight of 0 leaves keyword scores out; a vector weight of 0 ranks the head in
+keyword order). Reciprocal rank fusion trusts ranks only, so under "rrf" the head is ordered by the
+weighted reciprocal ranks of its three scores instead of their weighted sum.
+
 The rows are read with the chunk's own workspace and embedding model, like every vector search: sentence
 vectors of another workspace or another model's space are never compared with the query.
 """
@@ -20,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 from django.conf import settings
 
+from retrieval.fusion import RRF_K
 from retrieval.resident import ResidentVectors
 from sources.models import Chunk
 from sources.tenancy import workspace_scope
@@ -58,6 +67,26 @@ def best_sentence_scores(
     return {cid: float((unpack(data, len(query)) @ query).max()) for cid, data in packed.items()}
 
 
+def search_weights(
+    weights: tuple[float, float, float], *, vector_weight: float, keyword_weight: float
+) -> tuple[float, float, float]:
+    """The rescoring's (chunk, sentence, keyword) weights for a search weighing its retrievers
+    `vector_weight` and `keyword_weight`: the vector terms scaled by vector_weight over the deployment's
+    SEARCH_VECTOR_WEIGHT, the keyword term likewise. At the deployment's own weights they are `weights`
+    unchanged. Where the deployment weighs a retriever 0 there is no ratio to keep: a search that weighs
+    it at all gets the rescoring's weight for it as it is."""
+
+    def scale(mine: float, deployment: float) -> float:
+        if deployment > 0:
+            return mine / deployment
+        return 1.0 if mine > 0 else 0.0
+
+    vector = scale(vector_weight, settings.SEARCH_VECTOR_WEIGHT)
+    keyword = scale(keyword_weight, settings.SEARCH_KEYWORD_WEIGHT)
+    chunk_w, sentence_w, keyword_w = weights
+    return (chunk_w * vector, sentence_w * vector, keyword_w * keyword)
+
+
 def rescore(
     order: list[str],
     *,
@@ -66,19 +95,33 @@ def rescore(
     sentence_scores: dict[str, float],
     weights: tuple[float, float, float],
     candidates: int,
+    by_rank: bool = False,
 ) -> list[str]:
-    """The fused order with its first `candidates` reordered by weights (chunk, sentence, keyword). A
-    chunk without sentence vectors (indexed before they were turned on) counts its chunk cosine as its
-    best sentence's, so it is neither favoured nor punished for lacking them."""
+    """The fused order with its first `candidates` reordered by weights (chunk, sentence, keyword): by
+    the weighted sum of the three scores, or `by_rank` by their weighted reciprocal ranks within the head
+    (a term weighted 0 counts for nothing either way). A chunk without sentence vectors (indexed before
+    they were turned on) counts its chunk cosine as its best sentence's, so it is neither favoured nor
+    punished for lacking them."""
     head, tail = order[:candidates], order[candidates:]
-    chunk_w, sentence_w, keyword_w = weights
-
-    def score(cid: str) -> float:
+    columns = []
+    for cid in head:
         cosine = max(vector_scores.get(cid, 0.0), 0.0)
-        sentence = max(sentence_scores.get(cid, cosine), 0.0)
-        return chunk_w * cosine + sentence_w * sentence + keyword_w * keyword_scores.get(cid, 0.0)
-
-    scored = {cid: score(cid) for cid in head}
+        columns.append((cosine, max(sentence_scores.get(cid, cosine), 0.0), keyword_scores.get(cid, 0.0)))
+    if by_rank:
+        scored = dict.fromkeys(head, 0.0)
+        for term, weight in enumerate(weights):
+            if weight <= 0:
+                continue
+            # ties keep the fused order, as in the sort below
+            ranked = sorted(range(len(head)), key=lambda i, t=term: -columns[i][t])
+            for rank, i in enumerate(ranked, start=1):
+                scored[head[i]] += weight / (RRF_K + rank)
+    else:
+        # the same sum, term by term in the same order, as the rescoring was tuned with
+        scored = {
+            cid: sum(w * s for w, s in zip(weights, row, strict=True))
+            for cid, row in zip(head, columns, strict=True)
+        }
     return sorted(head, key=lambda cid: -scored[cid]) + tail  # stable: ties keep the fused order
 
 
@@ -94,6 +137,9 @@ def rescored(
     order: list[str],
     *,
     weights: tuple[float, float, float],
+    fusion: str,
+    vector_weight: float,
+    keyword_weight: float,
     candidates: int,
     workspace_id: int,
     vector: Callable[[], np.ndarray],
@@ -102,9 +148,10 @@ def rescored(
     keyword_scores: dict[str, float],
     held: ResidentVectors | None = None,
 ) -> list[str]:
-    """A hybrid search's fused order, its first `candidates` rescored with sentence vectors; unchanged
-    where none of them has sentence vectors, and with no weights (no read then: a search costs what it
-    did)."""
+    """A hybrid search's fused order, its first `candidates` rescored with sentence vectors at `weights`
+    put to the search's own `fusion` and retriever weights (search_weights); unchanged where none of them
+    has sentence vectors, and with no weights (no read then: a search costs what it did)."""
+    weights = search_weights(weights, vector_weight=vector_weight, keyword_weight=keyword_weight)
     if candidates < 1 or not any(weights):
         return order
     best = best_sentence_scores(
@@ -123,4 +170,5 @@ def rescored(
         sentence_scores=best,
         weights=weights,
         candidates=candidates,
+        by_rank=fusion == "rrf",
     )

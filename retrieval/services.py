@@ -183,6 +183,9 @@ def search_hits(
         order = sentences.rescored(
             order,
             weights=params.sentence_weights,
+            fusion=params.fusion,
+            vector_weight=params.vector_weight,
+            keyword_weight=params.keyword_weight,
             candidates=params.sentence_candidates,
             workspace_id=workspace_id,
             vector=query_vector,
