@@ -44,5 +44,7 @@ SETS: dict[str, QuestionSet] = {
         # Written blind (#52): no tuning on these sites before their set was committed. Pages in subfolders
         # (usage/extensions/..., howto/...) are pages too: site_pages() globs recursively.
         QuestionSet("sphinx", "sphinx_qa.jsonl", "sphinx-docs"),
+        # git-docs also holds each page's AsciiDoc source (.txt): the pages are the .html files.
+        QuestionSet("git", "git_qa.jsonl", "git-docs"),
     )
 }
