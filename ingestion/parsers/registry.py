@@ -93,6 +93,13 @@ _TEXT_EXTENSIONS = {
 _HTML_START = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)[\s>]", re.I | re.S)
 
 
+# Whitespace as str.isspace() and C's isspace() know it, and NUL (below). The vertical tab (11) is the line
+# break inside a cell in FileMaker exports and a soft line break in Word and PowerPoint text pasted into a
+# spreadsheet: a small CSV whose quoted header cell held one was over the 2 % of control bytes below and
+# refused as "not supported" (#52).
+_TEXT_CONTROLS = frozenset((0, 9, 10, 11, 12, 13))
+
+
 def _looks_like_text(head: bytes) -> bool:
     if not head:
         return False
@@ -101,7 +108,7 @@ def _looks_like_text(head: bytes) -> bool:
     if utf16_without_bom(head):
         return True
     sample = head[:SNIFF_BYTES]
-    controls = sum(1 for byte in sample if byte < 32 and byte not in (9, 10, 12, 13, 0))
+    controls = sum(1 for byte in sample if byte < 32 and byte not in _TEXT_CONTROLS)
     nuls = sample.count(0)
     # Stray NULs happen in exported CSVs; binary formats are full of them and of other control bytes.
     return controls / len(sample) < 0.02 and nuls / len(sample) < 0.3

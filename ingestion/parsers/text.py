@@ -148,7 +148,8 @@ class TextParser(Parser):
 
     def parse(self, path: Path, filename: str, options: ParseOptions) -> list[Segment]:
         text, encoding = read_text(path)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        # A vertical tab is a soft line break (Word, PowerPoint, FileMaker exports).
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\v", "\n")
         meta = {"encoding": encoding}
         if extension(filename) in ("md", "markdown") or "\n#" in text or text.startswith("#"):
             return split_markdown(text, meta=meta)

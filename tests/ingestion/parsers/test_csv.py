@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ingestion.parsers.base import ParseError
 from ingestion.parsers.registry import parse_file
 from tests.ingestion.parsers.documents import segments
 
@@ -85,3 +86,33 @@ def test_two_sentences_with_a_comma_each_are_not_a_table(tmp_path: Path) -> None
     assert [segment.text for segment in parsed] == [
         "Thanks for the call, Maria.\nSee you on Monday, as agreed."
     ]
+
+
+@pytest.mark.parametrize("name", ["payees.csv", "payees.tsv", "payees", "payees.dat"])
+def test_a_small_csv_whose_header_cell_holds_a_vertical_tab_line_break_is_a_table(
+    tmp_path: Path, name: str
+) -> None:
+    """Class (#52): "a valid CSV whose quoted header cell holds a newline is refused as 'This file type
+    is not supported'". FileMaker exports a line break inside a field as a vertical tab, and Word and
+    PowerPoint text pasted into a cell brings its soft line breaks as vertical tabs. One in a 50-byte
+    file was over the share of control bytes that tells binary from text, so the file was sniffed as
+    application/octet-stream and refused before any parser saw it."""
+    delimiter = "\t" if name.endswith(".tsv") else ","
+    data = delimiter.join(['"Payee\vname"', '"Amount\v(EUR)"']) + "\nAcme\t12.50\nBeta\t7.00\n"
+    data = data.replace("\t", delimiter).encode()
+    assert [segment.text for segment in _parse(tmp_path, data, name)] == [
+        "Payee name: Acme | Amount (EUR): 12.50",
+        "Payee name: Beta | Amount (EUR): 7.00",
+    ]
+
+
+def test_a_vertical_tab_in_plain_text_is_a_line_break(tmp_path: Path) -> None:
+    parsed = _parse(tmp_path, b"Opening hours\vMonday to Friday, 9 to 5", "hours.txt")
+    assert [segment.text for segment in parsed] == ["Opening hours\nMonday to Friday, 9 to 5"]
+
+
+def test_binary_bytes_are_still_refused_as_unsupported(tmp_path: Path) -> None:
+    """The other side of the line: bytes full of control characters are not text whatever the name."""
+    with pytest.raises(ParseError) as refused:
+        _parse(tmp_path, bytes(range(1, 32)) * 8 + b"a,b\n1,2\n", "table.csv")
+    assert refused.value.reason == "unsupported"
