@@ -46,5 +46,8 @@ SETS: dict[str, QuestionSet] = {
         QuestionSet("sphinx", "sphinx_qa.jsonl", "sphinx-docs"),
         # git-docs also holds each page's AsciiDoc source (.txt): the pages are the .html files.
         QuestionSet("git", "git_qa.jsonl", "git-docs"),
+        # node-api's .json.gz/.md.gz are the same docs in other formats: the pages are the .html files. Its
+        # all.html repeats every other page in one, so each fact is on that page as well as on its own.
+        QuestionSet("node", "node_qa.jsonl", "node-api"),
     )
 }
