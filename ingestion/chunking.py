@@ -33,24 +33,37 @@ def chunk_id(document_id: int, position: int, text: str) -> uuid.UUID:
     return uuid.uuid5(CHUNK_NAMESPACE, f"{document_id}:{position}:{digest}")
 
 
+#: What joins the records packed into one chunk when their separator has something visible: a paragraph
+#: break, which every reader (the answerer's segmenter, citations, an LLM) takes as a boundary. A bare
+#: "---" or "###" would be shown to visitors as part of a record ("---Q: What is...", issue #56).
+RECORD_JOINER = "\n\n"
+
+
+def record_joiner(separator: str) -> str:
+    """A separator of whitespace alone (JSON Lines' "\n") is invisible already and joins its records as
+    it did in the text; any other is replaced by RECORD_JOINER."""
+    return separator if not separator.strip() else RECORD_JOINER
+
+
 def chunk_records(text: str, *, separator: str, target_chars: int = 2000) -> list[TextChunk]:
-    """Record mode, for JSONL, CSV rows and logs: cut only at `separator` and pack whole records up to
-    the target size, with no overlap (a record is never split, so one longer than the target is a
-    chunk of its own)."""
+    """Record mode, for JSONL, CSV rows, FAQ dumps and logs: cut only at `separator` and pack whole
+    records up to the target size, joined by record_joiner(separator), with no overlap (a record is
+    never split, so one longer than the target is a chunk of its own)."""
     if not separator:
         raise ValueError("record mode needs a separator")
     records = [r.strip() for r in text.split(separator) if r.strip()]
+    joiner = record_joiner(separator)
     chunks: list[str] = []
     current: list[str] = []
     size = 0
     for record in records:
-        if current and size + len(separator) + len(record) > target_chars:
-            chunks.append(separator.join(current))
+        if current and size + len(joiner) + len(record) > target_chars:
+            chunks.append(joiner.join(current))
             current, size = [], 0
         current.append(record)
-        size += len(record) + (len(separator) if len(current) > 1 else 0)
+        size += len(record) + (len(joiner) if len(current) > 1 else 0)
     if current:
-        chunks.append(separator.join(current))
+        chunks.append(joiner.join(current))
     return [TextChunk(position=i, text=chunk) for i, chunk in enumerate(chunks)]
 
 

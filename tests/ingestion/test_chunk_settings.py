@@ -54,13 +54,14 @@ def test_records_are_packed_whole_and_empty_ones_dropped(workspace, agent):
     content = "\n---\n".join([*RECORDS[:3], " ", *RECORDS[3:]])  # with an empty record
     default = add_text(workspace, agent, content)
     packed = add_text(workspace, agent, content, chunk_size=600, record_separator="\\n---\\n")
-    # Each chunk is whole records joined by the separator, as many as fit in 600 characters.
-    rebuilt = [record for chunk in packed for record in chunk.split("\n---\n")]
+    # Each chunk is whole records joined by a paragraph break (not the separator, which visitors would see:
+    # issue #56), as many as fit in 600 characters.
+    rebuilt = [record for chunk in packed for record in chunk.split("\n\n")]
     assert rebuilt == RECORDS
     assert all(len(chunk) <= 600 for chunk in packed) and len(packed) > 1
     # As many as fit: the next chunk's first record would not have fitted in the one before.
-    firsts = [chunk.split("\n---\n")[0] for chunk in packed[1:]]
-    assert all(len(c) + 5 + len(r) > 600 for c, r in zip(packed, firsts, strict=False))
+    firsts = [chunk.split("\n\n")[0] for chunk in packed[1:]]
+    assert all(len(c) + 2 + len(r) > 600 for c, r in zip(packed, firsts, strict=False))
     assert packed != default  # the deployment's chunking (2000 characters) cuts elsewhere
 
 

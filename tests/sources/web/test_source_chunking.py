@@ -86,7 +86,8 @@ def test_pasted_text_is_previewed_instead_of_the_sources_own(client, owner, work
     source = index_text(workspace, agent, "Notes", "Some note about kettles.")
     client.force_login(owner)
     shown = preview(client, source, record_separator="---", preview_text="first\n---\n\n---\nsecond").json()
-    assert [c["text"] for c in shown["chunks"]] == ["first---second"]  # records whole, the empty one dropped
+    # records whole, the empty one dropped, joined by a paragraph break instead of the separator (#56)
+    assert [c["text"] for c in shown["chunks"]] == ["first\n\nsecond"]
     assert shown["chunks"][0]["document"] == "Pasted text"
 
 
