@@ -68,7 +68,8 @@ def _queue(task_name: str, source: Source, countdown: float | None = None) -> No
     if countdown is not None:
         # A message waiting past the broker's visibility timeout is handed to a second worker (pages.py).
         countdown = min(countdown, max_countdown())
-    lane = lanes.lane_for(source)
+    # Read again: the kind's create() stored what the source's work is (a text's length) on the row.
+    lane = lanes.lane_for_source_id(source.workspace_id, source.id)
     transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown, **lane.options))
 
 
@@ -426,12 +427,20 @@ def pump_pages(*, workspace_id: int, source_id: int) -> int:
                     published.append(document_id)
                     free -= 1
 
-    lane = lanes.lane_for_source_id(workspace_id, source_id) if published else lanes.NO_LANE
+    lane, task = lanes.NO_LANE, tasks.crawl_page
+    if published:
+        lane = lanes.lane_for_source_id(workspace_id, source_id)
+        with workspace_scope(workspace_id):
+            kind = Source.objects.filter(id=source_id).values_list("kind", flat=True).first()
+        # A connector's documents are fetched by its own task (issue #56: in waves, like a crawl's pages).
+        page_task = get_kind(kind).page_task if kind else None
+        if page_task and "." in page_task:
+            task = import_string(page_task)
 
     def publish() -> None:
         for document_id in published:
             kwargs = {"workspace_id": workspace_id, "document_id": document_id}
-            tasks.crawl_page.apply_async(kwargs=kwargs, **lane.options)
+            task.apply_async(kwargs=kwargs, **lane.options)
 
     transaction.on_commit(publish)
     return len(published)

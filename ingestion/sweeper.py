@@ -29,8 +29,9 @@ MESSAGES = {
 
 
 def fetching_kinds() -> list[str]:
-    """The kinds whose pages are crawled one job each through the backlog (asked of each kind)."""
-    return [name for name in KINDS if get_kind(name).fetches_pages]
+    """The kinds whose pages are fetched one job each through the backlog (asked of each kind): web pages,
+    and a connector's documents (issue #56: they go in waves too)."""
+    return [name for name in KINDS if get_kind(name).page_task]
 
 
 def resumable_kinds() -> list[str]:

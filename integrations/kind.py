@@ -44,6 +44,7 @@ class ConnectedKind(SourceKind):
     cites_urls = True
     resyncable = True
     ingest_task = "integrations.tasks.sync_source"
+    page_task = "integrations.tasks.sync_document"  # a wave at a time, like a crawl's pages
 
     def default_title(self, config: KindConfig) -> str:
         items = getattr(config, "items", [])

@@ -178,7 +178,10 @@ def _apply_listing(
             if unchanged:
                 Document.objects.filter(id=document.id).update(sync_outcome="unchanged")
                 continue
-            Document.objects.filter(id=document.id).update(status=Status.PENDING, error="", error_detail="")
+            # No deadline: its source's backlog publishes it in a wave (lifecycle.pump_pages).
+            Document.objects.filter(id=document.id).update(
+                status=Status.PENDING, error="", error_detail="", due_by=None
+            )
             to_fetch.append(document.id)
         kept = set(objects.values())
         condemn(source=source, document_ids=list(documents.keys() - kept), reason="removed_unpicked")
@@ -255,9 +258,10 @@ def _source_needs_reconnect(source: Source, connection: Connection | None) -> Ou
 
 def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) -> Outcome:
     with workspace_scope(document.workspace_id):
+        # The deadline its wave gave it is cleared: crawling, it is judged by updated_at (as a web page).
         claimed = Document.objects.filter(
             id=document.id, status__in=[Status.PENDING, Status.CRAWLING]
-        ).update(status=Status.CRAWLING)
+        ).update(status=Status.CRAWLING, due_by=None, updated_at=timezone.now())
         if claimed != 1:
             return Outcome()
         source = document.source
@@ -287,13 +291,20 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
                 return _document_failed(
                     document, "The provider kept rate-limiting us; resync later.", exc.detail
                 )
-            _note(document, exc.message, exc.detail, status=Status.PENDING)
-            return Outcome(requeue_in=_requeue_wait(exc))
+            wait = _requeue_wait(exc)
+            _note(document, exc.message, exc.detail, status=Status.PENDING, waits=wait)
+            return Outcome(requeue_in=wait)
         except ProviderTransient as exc:
             backoff = settings.INTEGRATIONS_RETRY_BACKOFF
             if attempt >= len(backoff):
                 return _document_failed(document, exc.message, exc.detail)
-            _note(document, f"{exc.message} We'll retry automatically.", exc.detail, status=Status.PENDING)
+            _note(
+                document,
+                f"{exc.message} We'll retry automatically.",
+                exc.detail,
+                status=Status.PENDING,
+                waits=backoff[attempt],
+            )
             return Outcome(retry_in=backoff[attempt])
         except ProviderError as exc:
             return _document_failed(document, exc.message, exc.detail)
@@ -326,8 +337,15 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
         return Outcome(index=True)
 
 
-def _note(document: Document, message: str, detail: str, *, status: str) -> None:
-    Document.objects.filter(id=document.id).update(status=status, error=message[:500], error_detail=detail)
+def _note(document: Document, message: str, detail: str, *, status: str, waits: float | None = None) -> None:
+    """`waits`: the document waits on purpose (a retry, a rate limit) and keeps its place in its source's
+    wave meanwhile; its deadline (`due_by`, what the sweeper judges it by) is past the wait."""
+    due_by = None
+    if waits is not None:
+        due_by = timezone.now() + timezone.timedelta(seconds=waits + settings.CRAWL_STALLED_AFTER)
+    Document.objects.filter(id=document.id).update(
+        status=status, error=message[:500], error_detail=detail, due_by=due_by
+    )
 
 
 def _document_failed(document: Document, message: str, detail: str) -> Outcome:

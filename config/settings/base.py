@@ -361,12 +361,15 @@ CRAWL_MAX_ATTEMPTS = env.int("CRAWL_MAX_ATTEMPTS", default=5)
 # A source with more pending documents than this is handed to the index queue, one job per batch
 # (lifecycle.queue_index_jobs): reindexing a big site in one task would outlive the task's time limit.
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
-# Fair work across workspaces (ingestion/lanes.py): small sources' jobs go to the interactive queue ahead of
-# big crawls' jobs, which are published at a lower priority.
+# Fair work across workspaces (ingestion/lanes.py): small sources' jobs (by the work they will index) go to
+# the interactive queue ahead of big sources' jobs, which are published at a lower priority. A workspace's
+# first INGESTION_INTERACTIVE_FIRST small sources in progress go first in line, the next ones behind every
+# workspace's first few while its small work in progress is within INGESTION_INTERACTIVE_SHARE_PAGES pages.
 INGESTION_LANES = env.bool("INGESTION_LANES", default=True)
 INGESTION_INTERACTIVE_QUEUE = env("INGESTION_INTERACTIVE_QUEUE", default="interactive")
 INGESTION_SMALL_SOURCE_PAGES = env.int("INGESTION_SMALL_SOURCE_PAGES", default=20)
-INGESTION_INTERACTIVE_MAX_ACTIVE = env.int("INGESTION_INTERACTIVE_MAX_ACTIVE", default=3)
+INGESTION_INTERACTIVE_FIRST = env.int("INGESTION_INTERACTIVE_FIRST", default=3)
+INGESTION_INTERACTIVE_SHARE_PAGES = env.int("INGESTION_INTERACTIVE_SHARE_PAGES", default=100)
 # robots.txt Crawl-delay is honoured up to this many seconds between requests to one host.
 CRAWL_MAX_CRAWL_DELAY = env.float("CRAWL_MAX_CRAWL_DELAY", default=30.0)
 # The longest a page waits on a busy host before asking again (also bounded by the visibility timeout).

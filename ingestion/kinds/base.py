@@ -112,6 +112,12 @@ class SourceKind:
     ingest_task: ClassVar[str] = "index_source"
     reindex_task: ClassVar[str] = "index_source"
 
+    @property
+    def page_task(self) -> str | None:
+        """The task that fetches one of its documents, published a wave at a time from its source's backlog
+        (lifecycle.pump_pages): a web page's crawl; a connector names its own. None: no documents to fetch."""
+        return "crawl_page" if self.fetches_pages else None
+
     # --- creating -------------------------------------------------------------------------------------
 
     def validate(self, payload: dict[str, Any]) -> KindConfig:

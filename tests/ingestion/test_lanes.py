@@ -73,13 +73,100 @@ def test_a_big_crawls_pages_go_to_their_queues_at_the_bulk_priority(broker, work
     }
 
 
-def test_a_workspace_starting_many_sources_at_once_leaves_the_interactive_lane(broker, workspace, agent):
+def test_a_workspace_adding_many_small_sources_keeps_them_all_interactive(broker, workspace, agent):
+    # Issue #56: the third and later sources a workspace added quickly went to bulk, behind other crawls.
+    first = settings.INGESTION_INTERACTIVE_FIRST
     with broker.sending():
-        for i in range(settings.INGESTION_INTERACTIVE_MAX_ACTIVE + 2):
+        for i in range(first + 5):
             text(workspace, agent, f"Note {i}")
-    waiting = broker.messages
-    assert len(waiting["interactive"]) == settings.INGESTION_INTERACTIVE_MAX_ACTIVE
-    assert len(waiting[f"index:{lanes.BULK_PRIORITY}"]) == 2
+    assert broker.messages == {
+        "interactive": ["ingestion.tasks.index_source"] * first,  # first in line
+        f"interactive:{lanes.QUEUED_PRIORITY}": ["ingestion.tasks.index_source"] * 5,  # still ahead of bulk
+    }
+
+
+def test_past_its_share_a_workspaces_small_sources_are_bulk(broker, workspace, agent, settings):
+    # A thousand tiny sources are a big job: past INGESTION_INTERACTIVE_SHARE_PAGES pages in progress.
+    settings.INGESTION_INTERACTIVE_FIRST, settings.INGESTION_INTERACTIVE_SHARE_PAGES = 2, 4
+    with broker.sending():
+        for i in range(6):
+            text(workspace, agent, f"Note {i}")
+    assert broker.messages == {
+        "interactive": ["ingestion.tasks.index_source"] * 2,
+        f"interactive:{lanes.QUEUED_PRIORITY}": ["ingestion.tasks.index_source"] * 2,  # 3 and 4 pages ahead
+        f"index:{lanes.BULK_PRIORITY}": ["ingestion.tasks.index_source"] * 2,
+    }
+
+
+def test_another_workspaces_small_source_goes_first_in_line_while_one_floods(
+    broker, workspace, agent, other_workspace, other_agent
+):
+    with broker.sending():
+        for i in range(settings.INGESTION_INTERACTIVE_FIRST + 10):
+            text(workspace, agent, f"Flood {i}")
+    broker.messages.clear()
+    with broker.sending():
+        text(other_workspace, other_agent, "Mine")
+    assert broker.messages == {"interactive": ["ingestion.tasks.index_source"]}
+
+
+def test_a_workspaces_own_big_crawl_does_not_push_its_small_sources_out(broker, workspace, agent):
+    with workspace_scope(workspace.id):
+        for i in range(settings.INGESTION_INTERACTIVE_FIRST + 1):
+            Source.objects.create(
+                agent=agent,
+                kind="sitemap",
+                title=f"Big {i}",
+                config={},
+                pages_total=500,
+                status=Status.CRAWLING,
+            )
+    with broker.sending():
+        text(workspace, agent)
+    assert broker.messages == {"interactive": ["ingestion.tasks.index_source"]}
+
+
+def test_a_long_pasted_text_is_bulk_by_its_length(broker, workspace, agent):
+    with broker.sending():
+        lifecycle.source_create(
+            workspace=workspace,
+            agent_id=agent.id,
+            kind="text",
+            title="Long",
+            payload={"content": "word " * (lanes.SMALL_TEXT_CHARS // 5 + 1)},
+        )
+    assert broker.messages == {f"index:{lanes.BULK_PRIORITY}": ["ingestion.tasks.index_source"]}
+
+
+def test_a_later_sources_jobs_move_up_as_the_ones_ahead_finish(
+    workspace, agent, django_capture_on_commit_callbacks
+):
+    first = settings.INGESTION_INTERACTIVE_FIRST
+    with django_capture_on_commit_callbacks(execute=False):
+        sources = [text(workspace, agent, f"Note {i}") for i in range(first + 1)]
+    last = sources[-1]
+    assert lanes.lane_for_source_id(workspace.id, last.id) == lanes.interactive(lanes.QUEUED_PRIORITY)
+    with workspace_scope(workspace.id):
+        Source.objects.filter(id=sources[0].id).update(status=Status.DONE)
+    assert lanes.lane_for_source_id(workspace.id, last.id) == lanes.interactive()
+    # A source added after it never counts against it.
+    with django_capture_on_commit_callbacks(execute=False):
+        text(workspace, agent, "Later")
+    assert lanes.lane_for_source_id(workspace.id, last.id) == lanes.interactive()
+
+
+def test_a_connectors_lane_is_what_was_picked_then_what_was_listed(workspace, agent):
+    many = [{"id": f"p{i}"} for i in range(settings.INGESTION_SMALL_SOURCE_PAGES + 1)]
+    with workspace_scope(workspace.id):
+        picked_many = Source.objects.create(agent=agent, kind="notion", title="Many", config={"items": many})
+        picked_one = Source.objects.create(
+            agent=agent, kind="notion", title="One", config={"items": many[:1]}
+        )
+    assert lanes.lane_for_source_id(workspace.id, picked_many.id) == lanes.BULK
+    assert lanes.lane_for_source_id(workspace.id, picked_one.id) == lanes.interactive()
+    with workspace_scope(workspace.id):  # its one picked page had a hundred children
+        Source.objects.filter(id=picked_one.id).update(pages_total=100)
+    assert lanes.lane_for_source_id(workspace.id, picked_one.id) == lanes.BULK
 
 
 def test_without_lanes_everything_is_published_as_before(broker, workspace, agent, settings):
