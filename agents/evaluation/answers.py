@@ -64,9 +64,15 @@ def contains_fact(answer: str, fact: str) -> bool:
 
 
 def site_pages(site: Path, pattern: str = "*.html") -> list[Path]:
-    """The site's HTML pages, without Sphinx's build folders (_static, _sources, _images)."""
+    """The site's HTML pages, without Sphinx's build folders (_static, _sources, _images). `pattern` is
+    one glob, then any number of "!glob" that leave pages out ("*.html !all.html")."""
+    include, *rest = pattern.split()
+    excluded = [glob[1:] for glob in rest if glob.startswith("!")]
     return sorted(
-        p for p in site.rglob(pattern) if not any(part.startswith("_") for part in p.relative_to(site).parts)
+        p
+        for p in site.rglob(include)
+        if not any(part.startswith("_") for part in p.relative_to(site).parts)
+        and not any(p.relative_to(site).match(glob) for glob in excluded)
     )
 
 
