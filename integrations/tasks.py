@@ -31,21 +31,23 @@ from sources.tenancy import workspace_scope
 
 def schedule(task: Any, kwargs: dict, *, wait: float, lane: lanes.Lane) -> None:
     """Publish `task` to run `wait` seconds from now, with no countdown past max_countdown()."""
-    longest = max_countdown()
-    if wait > longest:
-        kwargs = {**kwargs, "not_before": time.time() + wait}
-        wait = longest
-    task.apply_async(kwargs=kwargs, countdown=wait, **lane.options)
+    _publish(task, kwargs, time.time() + wait, lane)
+
+
+def _publish(task: Any, kwargs: dict, not_before: float, lane: lanes.Lane) -> None:
+    wait, longest = max(not_before - time.time(), 0.0), max_countdown()
+    if wait > longest:  # a link: it carries the time the job is for, unchanged down the chain
+        task.apply_async(kwargs={**kwargs, "not_before": not_before}, countdown=longest, **lane.options)
+    else:
+        task.apply_async(kwargs=kwargs, countdown=wait, **lane.options)
 
 
 def too_early(task: Any, kwargs: dict, not_before: float, lane: lanes.Lane) -> bool:
     """A link of a long wait's chain: publish the next one (or the job itself, when the rest fits in one
     countdown) and say so; False once the wait is over."""
-    left = not_before - time.time()
-    if left <= 0:
+    if not_before <= time.time():
         return False
-    rest = {k: v for k, v in kwargs.items() if k != "not_before"}
-    schedule(task, rest, wait=left, lane=lane)
+    _publish(task, kwargs, not_before, lane)
     return True
 
 
