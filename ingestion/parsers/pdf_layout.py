@@ -2,8 +2,10 @@
 
 A page arrives as positioned words (from pdfplumber) plus table blocks. A recursive XY-cut orders them:
 a region splits at the widest vertical gutter that runs its full height and leaves two real columns,
-otherwise at its widest horizontal gap, and the leaves are read line by line. Lines that repeat at the top
-or bottom of most pages (running headers, footers, page numbers) are found across the whole document.
+otherwise at its widest horizontal gap, otherwise between the full-width lines and the lines below (or
+above) them that stand in two columns (text going on beside a picture); the leaves are read line by line.
+Lines that repeat at the top or bottom of most pages (running headers, footers, page numbers) are found
+across the whole document.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from itertools import pairwise
 # than one and a half of the region's usual word space.
 MIN_GUTTER = 6.0
 WORD_GAPS_PER_GUTTER = 1.5
+# A narrower gutter still parts two columns when no line crosses it: a caption set in smaller type beside
+# the body text (a scanned book's picture), its lines falling between the body's. Across a word space, the
+# two sides are one line and share its top and bottom.
+NARROW_GUTTER = 2.0
+ALIGNED = 1.0  # points between the tops (and the bottoms) of two pieces of one line
 # A column is at least this share of the page width: narrower strips are table cells or line numbers.
 MIN_COLUMN_SHARE = 0.14
 MIN_COLUMN_LINES = 3
@@ -181,6 +188,17 @@ def _min_gutter(boxes: list[Box]) -> float:
     return max(MIN_GUTTER, WORD_GAPS_PER_GUTTER * word_space)
 
 
+def _crosses(left: list[Box], right: list[Box]) -> bool:
+    """A line runs across the gap: a line on one side has a partner on the other at the same top and
+    bottom, so the two are pieces of one line parted by a word space."""
+    ends = {(round(b.top), round(b.bottom)) for b in right}
+    return any(
+        abs(box.top - top) <= ALIGNED and abs(box.bottom - bottom) <= ALIGNED
+        for box in left
+        for top, bottom in ends
+    )
+
+
 def _vertical_cut(boxes: list[Box], page_width: float, rules: list[Rule]) -> float | None:
     """The widest gutter that leaves real columns on both sides; a gutter with a rule in it wins."""
     spans = _merged_spans([(b.x0, b.x1) for b in boxes])
@@ -190,12 +208,11 @@ def _vertical_cut(boxes: list[Box], page_width: float, rules: list[Rule]) -> flo
     min_gutter = None
     for (_, left_end), (right_start, _) in pairwise(spans):
         gap = right_start - left_end
-        if gap < MIN_GUTTER:
+        if gap < NARROW_GUTTER:
             continue
         if min_gutter is None:
             min_gutter = _min_gutter(boxes)
-        if gap < min_gutter:
-            continue
+        narrow = gap < min_gutter
         cut = (left_end + right_start) / 2
         left = [b for b in boxes if b.x1 <= cut]
         right = [b for b in boxes if b.x0 >= cut]
@@ -207,6 +224,8 @@ def _vertical_cut(boxes: list[Box], page_width: float, rules: list[Rule]) -> flo
         ):
             continue
         ruled = _ruled(rules, left_end, right_start, top, bottom)
+        if narrow and not ruled and _crosses(left, right):
+            continue
         if not ruled and _table_gutter(left, right):
             continue
         candidate = (ruled, gap, cut)
@@ -241,7 +260,46 @@ def xy_cut(boxes: list[Box], page_width: float, rules: list[Rule], depth: int = 
         upper = [b for b in boxes if b.bottom <= cut]
         lower = [b for b in boxes if b.top >= cut]
         return xy_cut(upper, page_width, rules, depth + 1) + xy_cut(lower, page_width, rules, depth + 1)
+    parts = _partial_columns(boxes, page_width, rules)
+    if parts is not None:
+        return [region for part in parts for region in xy_cut(part, page_width, rules, depth + 1)]
     return [boxes]
+
+
+def _partial_columns(boxes: list[Box], page_width: float, rules: list[Rule]) -> tuple[list[Box], ...] | None:
+    """Text that runs the full width and then goes on beside a picture, with no blank line between: no
+    gutter runs the region's full height and no gap crosses its width, yet below some line (or above it)
+    the text stands in two columns. Without this, each line of the picture's caption is read into the
+    body line beside it. Returns (upper, lower), split at the line nearest the full-width text where the
+    columns begin (or end), or None."""
+    min_width = max(page_width * MIN_COLUMN_SHARE, 40.0)
+    for from_bottom in (True, False):
+        # Boxes in the order the part below (or above) an edge takes them in: part = ordered[:n].
+        ordered = sorted(boxes, key=lambda b: -b.top if from_bottom else b.bottom)
+        found = 0
+        for n in range(2 * MIN_COLUMN_LINES, len(ordered)):
+            edge = ordered[n - 1].top if from_bottom else ordered[n - 1].bottom
+            following = ordered[n].top if from_bottom else ordered[n].bottom
+            if following == edge:
+                continue  # the edge runs between lines: every box at it is in the part
+            part, rest = ordered[:n], ordered[n:]
+            # The split runs between lines, never through one: a box left out reaches across the edge
+            # by less than half its height.
+            if any((b.bottom - edge if from_bottom else edge - b.top) >= 0.5 * b.height for b in rest):
+                continue
+            spans = _merged_spans([(b.x0, b.x1) for b in part])
+            left, right = spans[0][0], spans[-1][1]
+            if not any(
+                start - end >= NARROW_GUTTER and end - left >= min_width and right - start >= min_width
+                for (_, end), (start, _) in pairwise(spans)
+            ):
+                continue
+            if _vertical_cut(part, page_width, rules) is not None:
+                found = n
+        if found:
+            part, rest = ordered[:found], ordered[found:]
+            return (rest, part) if from_bottom else (part, rest)
+    return None
 
 
 def _join_lines(lines: list[str]) -> str:

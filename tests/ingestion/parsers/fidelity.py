@@ -35,8 +35,19 @@ from ingestion.parsers.text_check import text_problem
 _IDEOGRAPHS = "\u2e80-\u9fff\uf900-\ufaff\uac00-\ud7af"
 # Underscores split words too: Markdown output escapes them ("wise\\_chat"), identifiers join words with them.
 _WORD = re.compile(rf"[{_IDEOGRAPHS}]|[^\W_{_IDEOGRAPHS}]+")
-# PDFium marks a word hyphenated across a line end with U+FFFE and joins the lines; so do we.
-_PDFIUM_HYPHEN = "\ufffe"
+# PDFium marks a word hyphenated across a line end with U+FFFE and joins the lines; so do we, when the next
+# line goes on in lowercase. PDFium joins whatever text comes next, even a new line that starts with a
+# capital: on a scanned book page, the label of a picture ("conceiva" + "SibieyTent. ble shape") or a
+# caption after a speck of noise ("mw" + "Cannister shot is"). No word goes on in a capital, so there the
+# reference keeps the hyphen and the line break, as the page shows them.
+_PDFIUM_JOIN = re.compile("\ufffe(.?)", re.S)
+
+
+def _unjoined(match: re.Match) -> str:
+    following = match.group(1)
+    return f"-\n{following}" if following.isupper() else following
+
+
 MIN_LINE_WORDS = 3
 # A reference with fewer units than this is too small to say anything about a share.
 MIN_UNITS = 3
@@ -133,7 +144,7 @@ def _pdf_pages(path: Path) -> tuple[str, list[str]]:
         for index in range(len(document)):
             page = document[index]
             textpage = page.get_textpage()
-            pages.append(textpage.get_text_range().replace(_PDFIUM_HYPHEN, ""))
+            pages.append(_PDFIUM_JOIN.sub(_unjoined, textpage.get_text_range()))
             textpage.close()
             page.close()
         return "pypdfium2", pages

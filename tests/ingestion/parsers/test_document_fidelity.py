@@ -29,10 +29,6 @@ LINES_NOT_READING_ORDER = {
     ),
     "pdf/cn-annual-report-scan-ocr.pdf": "a noisy OCR layer whose lines are scattered fragments of the scan",
     "pdf/pdffill-demo-form.pdf": "shape names laid out in a grid, which the text page reads across the grid",
-    "pdf/siege-of-vicksburg-scan-ocr.pdf": (
-        "the caption beside the picture on page 3: its OCR-layer line boxes overlap, and we interleave two "
-        "of its lines (a known gap: words all there, 7 of 219 lines out of order)"
-    ),
 }
 # Words we leave out on purpose, and the share the file is held to instead.
 WORDS_LEFT_OUT = {

@@ -241,3 +241,13 @@ def test_small_labels_of_a_scaled_diagram_and_turned_words_read_whole() -> None:
 def test_a_descender_does_not_leave_its_line_beside_a_taller_neighbour() -> None:
     # 'y' of "Style" sits lower than the button label beside it; it stays in its word.
     assert "Arrow Style and Size" in text("pdf/pdffill-demo-form.pdf")
+
+
+def test_a_caption_beside_a_picture_is_read_whole_and_apart_from_the_body() -> None:
+    # Page 3 of the scanned book: the text runs the full width, then beside a picture whose caption's
+    # OCR lines overlap and stand 4 points from the body; the caption's lines were read into the body's.
+    extracted = text("pdf/siege-of-vicksburg-scan-ocr.pdf")
+    caption = "Cannister shot is a tin cylinder with\niron heads, filled with balls packed\nwith saw-dust."
+    assert caption in extracted
+    assert "It stands on a hill, and seems to be the target for many cannon." in extracted
+    assert "be made and the Southern confederacy will be crushed forever." in extracted
