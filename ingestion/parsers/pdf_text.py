@@ -134,6 +134,9 @@ QUARTER = math.pi / 2
 RUNS_UP, UPSIDE_DOWN, RUNS_DOWN = 1, 2, 3
 # A glyph whose direction is within this of a quarter turn runs along that quarter.
 ANGLE_SLACK = 0.05
+# A glyph set at a slant (a label at 45 degrees): read in the order it was drawn, not grouped by its top,
+# which steps with every letter and spelled "R o t a t i o n" one letter a line.
+SLANTED = -1
 
 
 def _quarter(pdfium_angle: float) -> int | None:
@@ -144,6 +147,12 @@ def _quarter(pdfium_angle: float) -> int | None:
     turns = ((2 * math.pi - pdfium_angle) % (2 * math.pi)) / QUARTER
     nearest = round(turns)
     return nearest % 4 if abs(turns - nearest) * QUARTER < ANGLE_SLACK else None
+
+
+def _direction(pdfium_angle: float) -> int | None:
+    """_quarter, or SLANTED for a glyph PDFium gives an angle for that is no quarter turn."""
+    quarter = _quarter(pdfium_angle)
+    return SLANTED if quarter is None and pdfium_angle >= 0 else quarter
 
 
 def text_turn(quarters: list[int | None], rotation: int) -> int:
@@ -218,7 +227,7 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
         rect = textpage.get_charbox(index, loose=True)
         if char.isspace():
             # A space keeps its direction: it ends a word in a turned column as in a line.
-            glyphs.append((rect, " ", _quarter(raw.FPDFText_GetCharAngle(raw_page, index)), 0.0))
+            glyphs.append((rect, " ", _direction(raw.FPDFText_GetCharAngle(raw_page, index)), 0.0))
             continue
         visible += 1
         if raw.FPDFText_HasUnicodeMapError(raw_page, index) == 1 or _unmapped(char):
@@ -227,12 +236,13 @@ def _chars(textpage: Any, mediabox: tuple[float, float, float, float], rotation:
         if unicodedata.category(char) == "Co":
             private_use += 1
             continue
-        quarter = _quarter(raw.FPDFText_GetCharAngle(raw_page, index))
+        quarter = _direction(raw.FPDFText_GetCharAngle(raw_page, index))
         glyphs.append((rect, char, quarter, _font_size(raw, raw_page, index, matrix, matrix_ref)))
-    frame = Frame.of(mediabox, text_turn([g[2] for g in glyphs if g[1] != " "], rotation))
+    quarters = [None if g[2] == SLANTED else g[2] for g in glyphs if g[1] != " "]
+    frame = Frame.of(mediabox, text_turn(quarters, rotation))
     chars: list[tuple] = []
     for rect, char, quarter, size in glyphs:
-        turned = 0 if quarter is None else (quarter - frame.turn) % 4
+        turned = SLANTED if quarter == SLANTED else 0 if quarter is None else (quarter - frame.turn) % 4
         # A turned glyph's font size lies across the page's lines, not down them: no stretch.
         box = frame.box(rect, 0.0 if turned else size)
         if turned == UPSIDE_DOWN:
@@ -349,7 +359,38 @@ def words_from_chars(chars: list[tuple]) -> list[dict]:
             column.append(char)
         if column:
             words.append(_word(column, False))
+    return words + _slanted_words(chars)
+
+
+def _slanted_words(chars: list[tuple]) -> list[dict]:
+    """Slanted characters in the order they were drawn, a run of them one word, spaces and all (as a
+    turned line is): a new word where the run stops or jumps away."""
+    words: list[dict] = []
+    run: list[tuple] = []
+    spaced = False
+    for char in chars:
+        if char[5] != SLANTED or (run and _apart(run[-1], char)):
+            if run:
+                words.append(_word(run, False))
+            run, spaced = [], False
+            if char[5] != SLANTED:
+                continue
+        if char[4] == " ":
+            spaced = bool(run)
+            continue
+        if run and spaced:
+            run.append((*char[:4], " ", SLANTED))
+        spaced = False
+        run.append(char)
+    if run:
+        words.append(_word(run, False))
     return words
+
+
+def _apart(before: tuple, char: tuple) -> bool:
+    across = max(char[0] - before[2], before[0] - char[2])
+    down = max(char[1] - before[3], before[1] - char[3])
+    return max(across, down) > TURNED_WORD_GAP
 
 
 def _page_bounds(obj: Any) -> tuple[float, float, float, float]:

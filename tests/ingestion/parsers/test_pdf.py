@@ -251,3 +251,10 @@ def test_a_caption_beside_a_picture_is_read_whole_and_apart_from_the_body() -> N
     assert caption in extracted
     assert "It stands on a hill, and seems to be the target for many cannon." in extracted
     assert "be made and the Southern confederacy will be crushed forever." in extracted
+
+
+def test_a_label_set_at_a_slant_is_read_as_a_word() -> None:
+    # The form's page of rotated text draws "Rotation" at 45 degrees: each letter's top steps down from
+    # the last, and grouping by top read one letter a line ("R", "o", "t", ...).
+    extracted = text("pdf/pdffill-demo-form.pdf")
+    assert extracted.count("Rotation") == 3
