@@ -86,7 +86,18 @@ class SearchView(WorkspaceAPIView):
 
 
 class DiscoverRequestSerializer(serializers.Serializer):
-    domain = serializers.CharField(max_length=300)
+    domain = serializers.CharField(max_length=300, help_text='"example.com", or any address on the site.')
+
+    def validate_domain(self, value: str) -> str:
+        # A value no URL can be made of (a stray bracket, a control character) is the client's to correct;
+        # discover() would raise ValueError on it, which answered 500 (found by the schema fuzz test).
+        from ingestion.crawl.urls import site_root
+
+        try:
+            site_root(value)
+        except ValueError:
+            raise serializers.ValidationError("This is not a web address or a domain name.") from None
+        return value
 
 
 DiscoveredPages = inline_serializer(
