@@ -313,15 +313,32 @@ class SearchResultSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {
+            "anyOf": [
+                {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
+                {"type": "object"},
+            ]
+        },
+    }
+)
+class FieldErrorsField(serializers.DictField):
+    """Field -> messages; a list or object field's errors are nested by position or key, as DRF gives them
+    (`{"audiences": {"0": ["..."]}}`, `{"documents": [{}, {"title": ["..."]}]}`). The schema said lists of
+    strings only, which those answers broke (found by the schema fuzz test)."""
+
+
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="Stable and machine-readable: invalid, not_found, rate_limited, ..."
     )
     message = serializers.CharField(help_text="What happened and what to do, for people.")
-    fields = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
+    fields = FieldErrorsField(
         required=False,
-        help_text="Field -> messages, for a request to correct.",
+        help_text="Field -> messages, for a request to correct; a list or object field's nested by position "
+        "or key.",
     )
     limit = serializers.IntegerField(
         required=False, help_text="429/402: the limit in force; 413 for a request body: its limit in bytes."
