@@ -5,7 +5,8 @@ the API's error shape (`too_large`, the limit named in the message and in bytes 
 - `POST /sources` with JSON: `TEXT_SOURCE_MAX_CHARS` x `BYTES_PER_CHAR`, and `ENVELOPE_BYTES`;
 - `POST /sources` with files: `UPLOAD_MAX_FILES_PER_REQUEST` x `UPLOAD_MAX_FILE_BYTES`, and `ENVELOPE_BYTES`;
 - any other: `API_MAX_REQUEST_BYTES` (2.5 MB); the widget's views hold theirs lower
-  (`WIDGET_MAX_REQUEST_BYTES`).
+  (`WIDGET_MAX_REQUEST_BYTES`) and answer every over-limit body themselves (`answers_body_limit`), so the
+  413 carries the CORS headers without which the widget's page could not read it.
 
 A limit in characters becomes one in bytes at 12 bytes a character: UTF-8 takes at most 4, but JSON may
 spell a character as `\\u20ac` (6 bytes) and one outside the Basic Multilingual Plane as a surrogate pair,
@@ -90,12 +91,15 @@ def megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
 
 
-def refusal(limit: BodyLimit, size: int) -> JsonResponse:
-    message = (
+def refusal_message(limit: BodyLimit, size: int) -> str:
+    return (
         f"This request is {megabytes(size)} ({size:,} bytes); this endpoint accepts at most "
         f"{megabytes(limit.bytes)} ({limit.bytes:,} bytes, {limit.setting}). {limit.advice}"
     )
-    return JsonResponse(error_body("too_large", message, limit=limit.bytes), status=413)
+
+
+def refusal(limit: BodyLimit, size: int) -> JsonResponse:
+    return JsonResponse(error_body("too_large", refusal_message(limit, size), limit=limit.bytes), status=413)
 
 
 def drain(request: HttpRequest, size: int) -> None:
@@ -143,6 +147,8 @@ class RequestBodyLimitMiddleware:
             match = resolve(request.path_info)
         except Resolver404:
             return None  # answered 404 by the handler
+        if getattr(getattr(match.func, "view_class", None), "answers_body_limit", False):
+            return None  # the view refuses it itself (the widget's, with its CORS headers)
         limit = body_limit(match.url_name, request.META.get("CONTENT_TYPE", ""))
         if size <= limit.bytes:
             return None

@@ -17,7 +17,9 @@ from rest_framework.request import Request
 
 from agents.models import Agent
 from agents.visitor import Visitor, VisitorTokenError, verify_any, workspace_secrets
+from config.body_limits import BodyLimit, content_length, refusal_message
 from config.request_log import client_address
+from sources.api.errors import ApiError
 
 
 class TooManyRequests(exceptions.APIException):
@@ -31,12 +33,6 @@ class BadVisitorToken(exceptions.APIException):
     status_code = status.HTTP_401_UNAUTHORIZED
     default_detail = "The visitor token is not valid."
     default_code = "invalid_visitor_token"
-
-
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "The request is too large."
-    default_code = "too_large"
 
 
 def agent_for_key(public_key: str) -> Agent:
@@ -80,9 +76,17 @@ def _redis() -> redis.Redis:
 
 
 def check_size(request: Request) -> None:
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
-    if length > settings.WIDGET_MAX_REQUEST_BYTES:
-        raise PayloadTooLarge()
+    """413 in the API's shape (the limit named, in bytes as `limit`) for a body over the widget's limit,
+    before anything reads it. The request-body middleware leaves these routes to the views
+    (AgentPublicView.answers_body_limit), so every such refusal, however big, gets the CORS headers."""
+    size = content_length(request._request)
+    limit = BodyLimit(
+        settings.WIDGET_MAX_REQUEST_BYTES,
+        "WIDGET_MAX_REQUEST_BYTES",
+        f"A question is at most {settings.WIDGET_MAX_MESSAGE_CHARS:,} characters.",
+    )
+    if size > limit.bytes:
+        raise ApiError(413, "too_large", refusal_message(limit, size), limit=limit.bytes)
 
 
 def visitor_for(agent: Agent, request: Request) -> Visitor:

@@ -123,8 +123,17 @@ WIDGET_ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="No agent with this key."),
     429: OpenApiResponse(ErrorSerializer, description="Too many requests from this agent or address."),
 }
+# The operations that take a body; their refusals carry the CORS headers, so the widget can read them.
+BODY_ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="The body is not valid (fields named in `fields`)."),
+    413: OpenApiResponse(
+        ErrorSerializer, description="The body is over WIDGET_MAX_REQUEST_BYTES (`limit`, in bytes)."
+    ),
+    415: OpenApiResponse(ErrorSerializer, description="The body is not JSON (send application/json)."),
+}
 CHAT_ERRORS = {
     **WIDGET_ERRORS,
+    **BODY_ERRORS,
     402: OpenApiResponse(ErrorSerializer, description="The plan's chat messages this month are used up."),
 }
 
@@ -137,6 +146,9 @@ class AgentPublicView(APIView):
     permission_classes = [AllowAny]
     throttle_classes: list = []  # limited per agent and per address instead (auth.check_rate)
     rate_limited = True
+    # config/body_limits.py leaves over-limit bodies to these views (auth.check_size): its own 413 would
+    # go out without the CORS headers, and the widget's page could not read it.
+    answers_body_limit = True
     agent: Agent
     visitor: Visitor
 
@@ -200,7 +212,6 @@ class ChatView(AgentPublicView):
         parameters=[PUBLIC_KEY, VISITOR_TOKEN],
         responses={
             200: ChatResponseSerializer,
-            400: ErrorSerializer,
             **CHAT_ERRORS,
             502: OpenApiResponse(ErrorSerializer, description="The model failed."),
         },
@@ -295,7 +306,7 @@ class WidgetInitView(AgentPublicView):
     @extend_schema(
         request=WidgetInitSerializer,
         parameters=[PUBLIC_KEY, VISITOR_TOKEN],
-        responses={200: WidgetSettingsSerializer, 400: ErrorSerializer, **WIDGET_ERRORS},
+        responses={200: WidgetSettingsSerializer, **WIDGET_ERRORS, **BODY_ERRORS},
         summary="Called when the widget starts: the agent's display settings. With auto sources on, the "
         "page the widget was opened on is queued as a source (deduplicated, rate-limited per agent).",
     )
