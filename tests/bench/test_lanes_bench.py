@@ -208,5 +208,7 @@ def test_b_small_sources_in_batches_beside_a_big_crawl_and_a_big_notion_sync(
         "idle_after": idle_after,
     }
     print(json.dumps(result))
-    assert all(row["status"] == "done" for row in a), a
+    # A's work must really have run: pages failed (e.g. index batches past their time limit on a loaded
+    # machine) end it early and leave B a lighter load than the goal is about.
+    assert all(row["status"] == "done" and row["pages_done"] == row["pages_total"] for row in a), a
     assert busy, "A's work ended before B's first batch"
