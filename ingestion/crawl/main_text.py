@@ -179,13 +179,17 @@ def _render(element: HtmlElement, out: _Lines) -> None:
         out.flush()
     elif tag == "pre":
         out.flush()
+        out.prefix = ""  # an item's marker goes on its words, never on its code
         for line in "".join(element.itertext()).strip("\n").splitlines():
             out.lines.append(line.rstrip())
     elif tag == "table" and not element.xpath(".//td//p | .//td//div | .//td//pre | .//td//ul | .//th//p"):
         _render_table(element, out)
     elif tag in _BLOCKS:
         out.flush()
-        if tag in ("li", "dt", "dd") and not element.xpath("./p | ./div | ./pre | ./ul | ./ol | ./dl"):
+        # An item is marked on its first line, also when its words sit in a <p> (MkDocs', Sphinx's
+        # loose lists): unmarked, an item reads as a hard-wrapped line of the paragraph before it.
+        simple = not element.xpath("./p | ./div | ./pre | ./ul | ./ol | ./dl")
+        if tag == "li" or (tag in ("dt", "dd") and simple):
             out.prefix = "- "
         if element.text:
             out.add(element.text)
