@@ -44,3 +44,15 @@ def test_an_agent_without_its_own_llm_matches_the_schema(api, agent):
     field = document["components"]["schemas"]["Agent"]["properties"]["llm_base_url"]
     served = api.get(f"/api/v1/agents/{agent.id}").json()["llm_base_url"]
     assert served != "" or field.get("format") != "uri"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/agents", "/api/v1/sources", "/api/v1/search"])
+def test_a_null_character_in_a_query_parameter_is_refused_naming_it(api, agent, path):
+    response = api.get(path, {"q": "depot\x00"})
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["fields"] == {"q": ["Null characters are not allowed."]}
+
+
+def test_a_null_character_in_the_path_finds_nothing(api, agent):
+    response = api.get(f"/api/v1/agents/{agent.id}/documents/door%00.md")
+    assert response.status_code == 404, response.content
