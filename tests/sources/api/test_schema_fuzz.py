@@ -1,0 +1,163 @@
+"""The REST API against its own OpenAPI schema, driven by schemathesis (issue #56).
+
+The schema is the one the app serves (/api/v1/schema), loaded from a live server on 127.0.0.1 that runs
+the whole Django app on the real test database; every operation is called with a valid workspace API key,
+with schemathesis's examples, boundary values and random inputs, and then as stateful sequences that follow
+the links it infers between operations (an agent created, then read, patched, pushed to, deleted). Every
+response must be: no 5xx, a status the schema documents for that operation, a Content-Type it documents,
+and a body matching the documented schema.
+
+Nothing leaves the machine: the crawler's DNS lookups answer "no such host" (a fuzzed `domain` or source
+URL would otherwise be looked up on the network) and the outbound policy allows loopback only."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# Bounded for CI: each operation's random phase; explicit examples and boundary values run in addition.
+EXAMPLES = 15
+STATEFUL_EXAMPLES = 20
+STATEFUL_STEPS = 10
+
+
+def _no_such_host(host: str, port: int) -> list[str]:
+    raise socket.gaierror(socket.EAI_NONAME, f"{host}: no such host (the fuzz test resolves no names)")
+
+
+@pytest.fixture
+def fuzz_key(workspace, agent) -> str:
+    """A workspace with an agent (so list and agent operations have something to answer) and its key."""
+    from sources.services import api_key_create
+
+    _key, raw = api_key_create(workspace=workspace, name="fuzz")
+    return raw
+
+
+def _served_schema() -> dict:
+    """The schema document as the app serves it (no database needed: it describes, it does not list)."""
+    from django.test import Client
+
+    response = Client(HTTP_HOST="127.0.0.1").get(
+        "/api/v1/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json"
+    )
+    assert response.status_code == 200, response.content[:500]
+    return json.loads(response.content)
+
+
+#: Violations found here in code another part of the project owns, reported there and set aside here one by
+#: one: (schema path, key, the wrong value). The entry goes once the served schema no longer has it
+#: (test_known_schema_bugs_are_still_there says so).
+KNOWN_SCHEMA_BUGS = [
+    # agents/api/admin.py AgentSerializer: Agent.llm_base_url is a URLField that may be blank (the built-in
+    # answerer), so "" is answered where the schema promises a URI.
+    (("components", "schemas", "Agent", "properties", "llm_base_url"), "format", "uri"),
+]
+
+
+def _node(document: dict, path: tuple[str, ...]) -> dict:
+    for key in path:
+        document = document[key]
+    return document
+
+
+def _without_known_bugs(document: dict) -> dict:
+    for path, key, value in KNOWN_SCHEMA_BUGS:
+        node = _node(document, path)
+        if node.get(key) == value:
+            del node[key]
+    return document
+
+
+SERVED = _served_schema()
+# Loaded when the module is collected, so each operation is its own test item; calls go to the live server.
+schema = schemathesis.openapi.from_dict(_without_known_bugs(json.loads(json.dumps(SERVED))))
+
+
+def _known_server_bug(case) -> str | None:
+    """The reported 500 in code another part owns that this case would hit, if any: such cases are not
+    generated, and tests/sources/api/test_fuzz_findings.py keeps each one as a strict xfail."""
+    body = case.body if isinstance(case.body, dict) else {}
+    origins = body.get("allowed_origins")
+    if (
+        case.operation.path in ("/api/v1/agents", "/api/v1/agents/{agent_id}")
+        and isinstance(origins, list)
+        and not all(isinstance(origin, str) for origin in origins)
+    ):
+        return "agents/api/admin.py _form_data joins allowed_origins unvalidated: a number in it is a 500"
+    return None
+
+
+@schema.hook("filter_case")
+def _skip_known_server_bugs(context, case) -> bool:
+    return _known_server_bug(case) is None
+
+
+def test_known_schema_bugs_are_still_there():
+    fixed = [(p, k) for p, k, v in KNOWN_SCHEMA_BUGS if _node(SERVED, p).get(k) != v]
+    assert not fixed, f"fixed in the served schema, so remove from KNOWN_SCHEMA_BUGS: {fixed}"
+
+
+@pytest.fixture
+def server(live_server, monkeypatch, fuzz_key) -> dict:
+    """What a call needs: the live server's address and the key; the crawler resolves no names meanwhile."""
+    from config.celery import app
+
+    monkeypatch.setattr("ingestion.crawl.addresses._system_resolve", _no_such_host)
+    yield {"base_url": live_server.url, "headers": {"Authorization": f"Bearer {fuzz_key}"}}
+    app.control.purge()  # index and crawl jobs the created sources queued: no worker runs them here
+
+
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@schema.parametrize()
+@FUZZ
+def test_every_operation_answers_as_its_schema_says(case, server):
+    case.call_and_validate(**server, checks=CHECKS)
+
+
+def test_sequences_of_operations_answer_as_the_schema_says(server):
+    """schemathesis's state machine: each step calls an operation whose inputs come from an earlier
+    response through the links it infers (an id created by a POST, read, patched and deleted)."""
+
+    calls: list[tuple[str, str, int]] = []
+
+    class Workflow(schema.as_state_machine()):
+        def get_call_kwargs(self, case):
+            return dict(server)
+
+        def after_call(self, response, case):
+            calls.append((case.method, case.operation.path, response.status_code))
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs)
+
+    Workflow.run(
+        settings=settings(
+            max_examples=STATEFUL_EXAMPLES,
+            stateful_step_count=STATEFUL_STEPS,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    # Not a run of 404s: some operations on one resource were reached with an id an earlier step created.
+    linked = {(method, path) for method, path, status in calls if "{" in path and 200 <= status < 300}
+    assert linked, calls
