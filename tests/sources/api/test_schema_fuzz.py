@@ -7,11 +7,12 @@ the links it infers between operations (an agent created, then read, patched, pu
 response must be: no 5xx, a status the schema documents for that operation, a Content-Type it documents,
 and a body matching the documented schema.
 
-Nothing leaves the machine: the crawler's DNS lookups answer "no such host" (a fuzzed `domain` or source
+Nothing leaves the machine: names other than localhost answer "no such host" (a fuzzed `domain` or source
 URL would otherwise be looked up on the network) and the outbound policy allows loopback only."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 
@@ -34,8 +35,21 @@ STATEFUL_EXAMPLES = 20
 STATEFUL_STEPS = 10
 
 
-def _no_such_host(host: str, port: int) -> list[str]:
-    raise socket.gaierror(socket.EAI_NONAME, f"{host}: no such host (the fuzz test resolves no names)")
+_getaddrinfo = socket.getaddrinfo
+
+
+def _loopback_only(host, *args, **kwargs):
+    """Names resolve only to this machine: the test's own calls go to localhost, and a fuzzed `domain` or
+    source URL (looked up by the crawler in the live server's thread) finds no such host."""
+    name = host.decode() if isinstance(host, bytes) else str(host or "localhost")
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        if name != "localhost":
+            raise socket.gaierror(
+                socket.EAI_NONAME, f"{name}: no such host (the fuzz test resolves none)"
+            ) from None
+    return _getaddrinfo(host, *args, **kwargs)
 
 
 @pytest.fixture
@@ -116,7 +130,7 @@ def server(live_server, monkeypatch, fuzz_key) -> dict:
     """What a call needs: the live server's address and the key; the crawler resolves no names meanwhile."""
     from config.celery import app
 
-    monkeypatch.setattr("ingestion.crawl.addresses._system_resolve", _no_such_host)
+    monkeypatch.setattr(socket, "getaddrinfo", _loopback_only)
     yield {"base_url": live_server.url, "headers": {"Authorization": f"Bearer {fuzz_key}"}}
     app.control.purge()  # index and crawl jobs the created sources queued: no worker runs them here
 
