@@ -2,7 +2,7 @@
 webhook), held to the crawler's address policy.
 
 A workspace admin is a customer, not an operator: a URL they type must not make this server call our own
-network. Every connection goes through the crawler's `CheckedAddressTransport`, which resolves the host
+network. Every connection goes through `checked_http`'s `CheckedAddressTransport`, which resolves the host
 once, refuses private, loopback and cloud-metadata addresses unless the operator allows them
 (`OUTBOUND_ALLOW_PRIVATE_NETWORKS`, `OUTBOUND_ALLOWED_NETWORKS`; by default the crawler's policy), and
 connects to exactly the address it checked, so DNS that answers differently at call time (rebinding) gains
@@ -28,9 +28,9 @@ from urllib.parse import urljoin
 import httpx
 from django.core.exceptions import ValidationError
 
-from ingestion.crawl.addresses import Resolver, resolve_allowed_addresses
-from ingestion.crawl.errors import BlockedAddressError, FetchError, TransientFetchError
-from ingestion.crawl.transport import CheckedAddressTransport
+from checked_http.addresses import Resolver, resolve_allowed_addresses
+from checked_http.errors import BlockedAddressError, FetchError, TransientFetchError
+from checked_http.transport import CheckedAddressTransport
 
 
 class OutboundError(Exception):
@@ -60,7 +60,7 @@ class OutboundUnreachable(OutboundError):
 
 @dataclass(frozen=True)
 class OutboundPolicy:
-    """Satisfies the crawler's `AddressRules`, plus the limits of one exchange."""
+    """Satisfies `checked_http.addresses.AddressRules`, plus the limits of one exchange."""
 
     allow_private_networks: bool = False
     allowed_networks: tuple[str, ...] = ()
@@ -308,7 +308,7 @@ def _blocked_message(error: BlockedAddressError) -> str:
 
 @contextmanager
 def _translated_errors(url: str) -> Iterator[None]:
-    """The crawler's address errors (raised where the connection is made) and httpx's, as ours."""
+    """The checked client's address errors (raised where the connection is made) and httpx's, as ours."""
     try:
         yield
     except BlockedAddressError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ingestion.crawl.errors import (
+from checked_http.errors import (
     BlockedAddressError,
     FetchError,
     RateLimitedError,

@@ -26,11 +26,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from checked_http.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from config import metrics
 from config.logging import operator_detail
 from ingestion import claims, sync
 from ingestion.admission import admit_pages
-from ingestion.crawl.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, fetch_policy
 from ingestion.crawl.robots import allowed_by_robots

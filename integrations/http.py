@@ -17,7 +17,7 @@ import httpx
 import redis
 from django.conf import settings
 
-from ingestion.crawl.errors import parse_retry_after
+from checked_http.errors import parse_retry_after
 from integrations.errors import ObjectGone, ProviderError, ProviderRateLimited, ProviderTransient
 
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024

@@ -19,8 +19,8 @@ from urllib.parse import urljoin
 import httpx
 from celery.exceptions import SoftTimeLimitExceeded
 
+from checked_http.errors import error_for_status
 from ingestion.crawl.base import FetchedPage, StrategyUnavailable
-from ingestion.crawl.errors import error_for_status
 from ingestion.crawl.fetch import (
     BlockedAddressError,
     FetchError,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
-from ingestion.crawl.errors import PermanentFetchError, TooLargeError
+from checked_http.errors import PermanentFetchError, TooLargeError
 
 OUTPUT_STEP = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"

@@ -18,7 +18,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from ingestion.crawl.addresses import (
+from checked_http.addresses import (
     METADATA_ADDRESSES,
     PRIVATE_NETWORKS,
     Resolver,
@@ -27,8 +27,7 @@ from ingestion.crawl.addresses import (
     parse_ip_literal,
     resolve_allowed_addresses,
 )
-from ingestion.crawl.decoding import StreamDecoder, UnsupportedEncoding
-from ingestion.crawl.errors import (
+from checked_http.errors import (
     BlockedAddressError,
     FetchError,
     PermanentFetchError,
@@ -38,7 +37,8 @@ from ingestion.crawl.errors import (
     error_for_status,
     parse_retry_after,
 )
-from ingestion.crawl.transport import CheckedAddressTransport
+from checked_http.transport import CheckedAddressTransport
+from ingestion.crawl.decoding import StreamDecoder, UnsupportedEncoding
 
 __all__ = [
     "BOT_NAME",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from ingestion.crawl.errors import PermanentFetchError
+from checked_http.errors import PermanentFetchError
 from ingestion.crawl.feed import fetch_feed
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.crawl.robots import allowed_by_robots

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from pydantic import Field
 
-from ingestion.crawl.errors import PermanentFetchError
+from checked_http.errors import PermanentFetchError
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.crawl.robots import allowed_by_robots
 from ingestion.crawl.sitemap import fetch_sitemap

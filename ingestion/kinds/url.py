@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ingestion.crawl.errors import FetchError
+from checked_http.errors import FetchError
 from ingestion.crawl.fetch import check_address
 from ingestion.kinds.base import Expansion, FetchedKind, KindConfig
 from sources.models import Source

@@ -126,8 +126,8 @@ class DiscoverView(WorkspaceAPIView):
         summary="Pages of a site found through robots.txt, sitemaps and common paths.",
     )
     def post(self, request: Request) -> Response:
+        from checked_http.errors import FetchError
         from ingestion.crawl.discover import discover
-        from ingestion.crawl.errors import FetchError
         from ingestion.crawl.fetch import fetch_policy
 
         body = DiscoverRequestSerializer(data=request.data)

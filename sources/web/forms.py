@@ -11,9 +11,9 @@ from django.conf import settings
 
 from agents.forms import AgentSettingsForm
 from agents.models import Agent
+from checked_http.errors import FetchError
 from ingestion import chunk_settings, labels, lifecycle
 from ingestion.crawl.discover import discover
-from ingestion.crawl.errors import FetchError
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.kinds.base import SEPARATOR_ESCAPES, KindError
 from ingestion.kinds.registry import addable_kinds, get_kind

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Protocol
 
-from ingestion.crawl.errors import BlockedAddressError, PermanentFetchError, TransientFetchError
+from checked_http.errors import BlockedAddressError, PermanentFetchError, TransientFetchError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]

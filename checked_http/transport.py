@@ -14,8 +14,8 @@ import ssl
 import httpcore
 import httpx
 
-from ingestion.crawl.addresses import AddressRules, resolve_allowed_addresses
-from ingestion.crawl.errors import BlockedAddressError
+from checked_http.addresses import AddressRules, resolve_allowed_addresses
+from checked_http.errors import BlockedAddressError
 
 
 class CheckedAddressBackend(httpcore.NetworkBackend):
