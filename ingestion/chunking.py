@@ -1,8 +1,10 @@
 """Split text into passages that keep their meaning.
 
 The chunker prefers the strongest boundary that fits: Markdown headings, then blank lines (paragraphs,
-packed greedily up to the target size), then sentences, and only as a last resort a plain character
-window. A small overlap of whole sentences carries context across a seam.
+packed greedily up to the target size), then line breaks (extracted pages put each block, list item
+and code line on a line of its own), then sentences, and only as a last resort a plain character
+window. A small overlap of whole sentences carries context across a seam. Each cut is put back with
+what it cut, so a list stays a list and code keeps its lines.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ CHUNK_NAMESPACE = uuid.UUID("6f1f3f5e-7c1b-4d2a-9a55-2b1f0c9e7d11")
 
 _HEADING = re.compile(r"(?m)^(?=#{1,6}\s)")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_LINE = re.compile(r"\n")
 # A sentence ends at . ! ? or their CJK forms, followed by space or the end; abbreviations may split
 # early, which costs little because sentences are packed back together.
 _SENTENCE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|(?<=[\u3002\uff01\uff1f])")
@@ -93,7 +96,7 @@ def _split_to_fit(text: str, limit: int, *, level: int, joiner: str) -> list[tup
     """
     if len(text) <= limit:
         return [(text, joiner)]
-    splitters = ((_PARAGRAPH, "\n\n"), (_SENTENCE, " "))
+    splitters = ((_PARAGRAPH, "\n\n"), (_LINE, "\n"), (_SENTENCE, " "))
     if level >= len(splitters):
         return [(piece, " ") for piece in _window(text, limit)]
     splitter, inner_joiner = splitters[level]
@@ -136,12 +139,19 @@ def _pack(pieces: list[tuple[str, str]], limit: int, overlap: int) -> list[str]:
 
 
 def _overlap_tail(chunk: str, overlap: int) -> str:
-    """The last whole sentences of the previous chunk, up to `overlap` characters, to start the next."""
+    """The end of the previous chunk, up to `overlap` characters, to start the next: its last whole
+    lines, or when even the last line is longer, that line's last whole sentences."""
     if overlap <= 0:
         return ""
-    last_paragraph = chunk.rsplit("\n\n", 1)[-1]
-    sentences = [s.strip() for s in _SENTENCE.split(last_paragraph) if s.strip()]
+    lines = chunk.rsplit("\n\n", 1)[-1].split("\n")
     tail: list[str] = []
+    for line in reversed(lines):
+        if sum(len(kept) + 1 for kept in tail) + len(line) > overlap:
+            break
+        tail.insert(0, line)
+    if tail:
+        return "\n".join(tail)
+    sentences = [s.strip() for s in _SENTENCE.split(lines[-1]) if s.strip()]
     size = 0
     for sentence in reversed(sentences):
         if size + len(sentence) > overlap:

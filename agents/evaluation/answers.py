@@ -29,6 +29,7 @@ from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
 from agents.services import run_turn, start_conversation
 from config.backends import embedders
+from ingestion import chunking as chunking_module
 from ingestion.crawl import extract as extract_module
 from ingestion.crawl import main_text as main_text_module
 from ingestion.crawl.extract import DroppedPage, extract_page
@@ -99,10 +100,10 @@ def index_site(site: Path, log: Callable[[str], None], pattern: str = "*.html") 
     pages = site_pages(site, pattern)
     key = evaluation.fingerprint(
         [evaluation.file_fingerprint(p) for p in pages],
-        # The extractor decides what is indexed: an index built by an earlier version is not reused.
+        # The extractor and the chunker decide what is indexed: an earlier version's index is not reused.
         [
             hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest()
-            for m in (extract_module, main_text_module)
+            for m in (extract_module, main_text_module, chunking_module)
         ],
         settings.CHUNK_TARGET_CHARS,
         settings.CHUNK_OVERLAP_CHARS,

@@ -72,3 +72,22 @@ def test_record_mode_keeps_an_oversized_record_whole():
     big = "y" * 900
     chunks = chunk_text(f"a\n{big}\nb", target_chars=500, separator="\n")
     assert [c.text for c in chunks] == ["a", big, "b"]
+
+
+def test_lines_of_a_long_section_stay_lines():
+    """An extracted page puts each list item and code line on a line of its own, with no blank line
+    between: cut at sentences and put back with spaces, a list became one run-on line
+    ("... Default: 2. - nav_style: ...") and code lost its lines."""
+    items = [f"- option_{i}: What option {i} does, in a sentence. Default: {i}." for i in range(60)]
+    code = [f"    call_{i}(argument={i})" for i in range(20)]
+    text = "\n".join(["Options:", *items, "For example:", *code])
+    chunks = chunk_text(text, target_chars=1000, overlap_chars=200)
+    assert len(chunks) > 3
+    lines = set(text.split("\n"))
+    for chunk in chunks:
+        assert len(chunk.text) <= 1000
+        for line in chunk.text.split("\n"):
+            assert line in lines or any(other.endswith(line) for other in lines), line
+    # The overlap carries whole lines too: a chunk starts with the previous chunk's last item(s).
+    assert chunks[1].text.startswith("- option_")
+    assert all(item in "\n".join(c.text for c in chunks) for item in items)
