@@ -14,7 +14,8 @@ from config.secrets import SecretInput
 from sources.tenancy import workspace_scope
 
 
-def _origin(line: str) -> str:
+def origin_of(line: str) -> str:
+    """The origin a line names (scheme and lower-cased host), or a ValidationError saying why not."""
     parts = urlsplit(line)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
         raise forms.ValidationError(
@@ -139,7 +140,7 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
         for line in self.cleaned_data["allowed_origins"].splitlines():
             line = line.strip().rstrip("/")
             if line:
-                origin = _origin(line)
+                origin = origin_of(line)
                 if origin not in origins:
                     origins.append(origin)
         return origins

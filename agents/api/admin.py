@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import doctor, services
-from agents.forms import AgentSettingsForm
+from agents.forms import AgentSettingsForm, origin_of
 from agents.models import Agent
 from sources.api.base import WorkspaceAPIView
 from sources.api.listing import PAGE_PARAMETERS, NewestFirst, page_of
@@ -41,12 +41,32 @@ NULLABLE = {
 }
 
 
+class OriginField(serializers.CharField):
+    """One item of `allowed_origins`: text naming an origin, as the settings page reads each of its lines.
+
+    A number is refused, not turned into text: the items are joined into the form's lines."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise ValidationError("Not a string: write an origin, like https://www.example.com.")
+        if len(data.splitlines()) > 1:
+            raise ValidationError("One origin per item, without line breaks.")
+        origin = super().to_internal_value(data)
+        origin_of(origin.rstrip("/"))  # a Django ValidationError here becomes this item's error
+        return origin
+
+
+#: Empty means the built-in answerer, so the URL is not declared `format: uri`: "" is not a URI.
+BASE_URL_HELP = "An OpenAI-compatible API's base URL; empty: the built-in answerer."
+
+
 class AgentSerializer(serializers.ModelSerializer):
     """An agent and its settings; `llm_api_key_set` says whether a model API key is saved."""
 
     public_key = serializers.CharField(read_only=True, help_text="The widget's key (public, not a secret).")
     llm_api_key_set = serializers.SerializerMethodField()
     allowed_origins = serializers.ListField(child=serializers.CharField())
+    llm_base_url = serializers.CharField(read_only=True, help_text=BASE_URL_HELP)
     sources_count = serializers.SerializerMethodField()
 
     def get_llm_api_key_set(self, agent: Agent) -> bool:
@@ -96,12 +116,8 @@ class AgentWriteSerializer(serializers.Serializer):
     context_template = serializers.CharField(allow_blank=True, help_text="Must contain {context}.")
     offtopic_reply = serializers.CharField(allow_blank=True)
     offtopic_in_user_language = serializers.BooleanField()
-    allowed_origins = serializers.ListField(
-        child=serializers.CharField(), help_text="https://www.example.com"
-    )
-    llm_base_url = serializers.CharField(
-        allow_blank=True, help_text="An OpenAI-compatible API; empty: built-in."
-    )
+    allowed_origins = serializers.ListField(child=OriginField(), help_text="https://www.example.com")
+    llm_base_url = serializers.CharField(allow_blank=True, help_text=BASE_URL_HELP)
     llm_model = serializers.CharField(allow_blank=True)
     llm_api_key = serializers.CharField(
         allow_null=True, write_only=True, help_text="Write-only. A value replaces the key; null removes it."

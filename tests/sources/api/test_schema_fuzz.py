@@ -72,57 +72,8 @@ def _served_schema() -> dict:
     return json.loads(response.content)
 
 
-#: Violations found here in code another part of the project owns, reported there and set aside here one by
-#: one: (schema path, key, the wrong value). The entry goes once the served schema no longer has it
-#: (test_known_schema_bugs_are_still_there says so).
-KNOWN_SCHEMA_BUGS = [
-    # agents/api/admin.py AgentSerializer: Agent.llm_base_url is a URLField that may be blank (the built-in
-    # answerer), so "" is answered where the schema promises a URI.
-    (("components", "schemas", "Agent", "properties", "llm_base_url"), "format", "uri"),
-]
-
-
-def _node(document: dict, path: tuple[str, ...]) -> dict:
-    for key in path:
-        document = document[key]
-    return document
-
-
-def _without_known_bugs(document: dict) -> dict:
-    for path, key, value in KNOWN_SCHEMA_BUGS:
-        node = _node(document, path)
-        if node.get(key) == value:
-            del node[key]
-    return document
-
-
-SERVED = _served_schema()
 # Loaded when the module is collected, so each operation is its own test item; calls go to the live server.
-schema = schemathesis.openapi.from_dict(_without_known_bugs(json.loads(json.dumps(SERVED))))
-
-
-def _known_server_bug(case) -> str | None:
-    """The reported 500 in code another part owns that this case would hit, if any: such cases are not
-    generated, and tests/sources/api/test_fuzz_findings.py keeps each one as a strict xfail."""
-    body = case.body if isinstance(case.body, dict) else {}
-    origins = body.get("allowed_origins")
-    if (
-        case.operation.path in ("/api/v1/agents", "/api/v1/agents/{agent_id}")
-        and isinstance(origins, list)
-        and not all(isinstance(origin, str) for origin in origins)
-    ):
-        return "agents/api/admin.py _form_data joins allowed_origins unvalidated: a number in it is a 500"
-    return None
-
-
-@schema.hook("filter_case")
-def _skip_known_server_bugs(context, case) -> bool:
-    return _known_server_bug(case) is None
-
-
-def test_known_schema_bugs_are_still_there():
-    fixed = [(p, k) for p, k, v in KNOWN_SCHEMA_BUGS if _node(SERVED, p).get(k) != v]
-    assert not fixed, f"fixed in the served schema, so remove from KNOWN_SCHEMA_BUGS: {fixed}"
+schema = schemathesis.openapi.from_dict(_served_schema())
 
 
 @pytest.fixture
