@@ -16,6 +16,9 @@
 #       crawl, lanes off (first come, first served) beside lanes on (tests/bench/test_fairness_bench.py; ~6 min)
 #   1d'. lanes by work (issue #56): batches of 1, 5 and 20 text sources in workspace B idle and during workspace A's
 #       120-page crawl and 100-page Notion sync (tests/bench/test_lanes_bench.py; ~8 min)
+#   1d''. a delete racing an index job (issue #56): 100 sources and pushed batches deleted 0-0.15 s after their
+#       creation (batches: after their first passage) on real workers: errors, rows left, audit_store
+#       (tests/bench/test_delete_race_bench.py; ~6 min)
 #   1e. metering's cost per event beside a Redis counter (tests/bench/test_metering_bench.py; ~1 min)
 #   2. retrieval at scale: one workspace of 100,000 then 1,000,000 synthetic chunks
 #      (GROUNDED_BENCH_SIZES="100000" for the shorter run; the 1M run takes tens of minutes on 2 cores)
@@ -44,6 +47,7 @@ GROUNDED_BENCH_RESYNC=full .venv/bin/python -m pytest tests/bench/test_resync_be
 .venv/bin/python -m pytest tests/bench/test_streaming_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_FAIRNESS=full .venv/bin/python -m pytest tests/bench/test_fairness_bench.py -m bench -q -s "$@"
 GROUNDED_BENCH_LANES=full .venv/bin/python -m pytest tests/bench/test_lanes_bench.py -m bench -q -s "$@"
+.venv/bin/python -m pytest tests/bench/test_delete_race_bench.py -m bench -q -s "$@"
 .venv/bin/python -m pytest tests/bench/test_metering_bench.py -m bench -q -s "$@"
 for chunks in ${GROUNDED_BENCH_SIZES:-100000 1000000}; do
   GROUNDED_BENCH_CHUNKS="$chunks" .venv/bin/python -m pytest tests/bench/test_retrieval_scale.py -m bench -q -s "$@"
