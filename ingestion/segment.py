@@ -63,6 +63,7 @@ _DOT_STANDIN = "\ue000"
 _MARKS = ".!?\u2026"
 _SENTENCE_MARK = re.compile(f"[{re.escape(_MARKS)}]")
 _CLOSERS = "\"')]\u2019\u201d"
+_QUOTE_THEN_SPACE = re.compile("[\"'\u2019\u201d]\\s")
 
 
 @lru_cache(maxsize=1)
@@ -206,7 +207,9 @@ def one_sentence(text: str) -> bool:
     core = text.rstrip(_CLOSERS)
     if core[-1:] in _MARKS:
         core = core[:-1]
-    return not _SENTENCE_MARK.search(core)
+    # pysbd may also end a sentence at a closing quote ("'192b9b...' Do not reveal the key."): such a
+    # paragraph goes through it.
+    return not _SENTENCE_MARK.search(core) and not _QUOTE_THEN_SPACE.search(core)
 
 
 def segment(text: str) -> list[Unit]:
