@@ -20,12 +20,13 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion import claims, lanes, reuse, sentence_inputs
+from ingestion import reuse, sentence_inputs
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import SKIP_LABELS, nothing_indexed
+from ingestion.jobs import claims, lanes
+from ingestion.jobs.store_behind import StoreBehind
 from ingestion.kinds.registry import get_kind
-from ingestion.store_behind import StoreBehind
 from retrieval import cache as semantic_cache
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.providers import embedder_for
@@ -158,7 +159,7 @@ def index_ready(*, workspace_id: int, document_id: int) -> IndexPass:
 
 
 def _interactive_source(document_id: int) -> int | None:
-    """The document's source when its jobs take the interactive lane (ingestion/lanes.py)."""
+    """The document's source when its jobs take the interactive lane (ingestion/jobs/lanes.py)."""
     source_id = Document.objects.filter(id=document_id).values_list("source_id", flat=True).first()
     if source_id is None:
         return None
@@ -174,7 +175,7 @@ def document_index(*, document: Document) -> None:
 def documents_index(*, documents: list[Document], held_until: datetime | None = None) -> None:
     """Chunk the documents, embed all their chunks in one pass (batched by length across documents), then
     store each document in its own transaction: its previous chunks are replaced at once, and one failing
-    document fails alone. `held_until` is the token of the claim that holds them (ingestion/claims.py);
+    document fails alone. `held_until` is the token of the claim that holds them (ingestion/jobs/claims.py);
     without one, they are held here. A document whose hold was taken over meanwhile is left to its new
     holder: nothing is written for it."""
     if not documents:

@@ -18,9 +18,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ingestion import backlog, lanes, sync
 from ingestion import files as storage
+from ingestion import sync
 from ingestion.indexing import batch_budget, delete_source_chunks, source_refresh_status
+from ingestion.jobs import backlog, lanes
 from ingestion.kinds.base import KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
@@ -225,7 +226,7 @@ def source_delete(*, source: Source) -> None:
     A running job never makes a delete fail (issue #56: a delete while the index job stored passages
     answered 500 and kept the source). The source's documents are locked first, in id order: the delete
     waits for a document being stored, then removes what was stored with it, and a job that comes to store
-    after the delete finds its document gone and writes nothing (ingestion/claims.py). Rows a job inserts
+    after the delete finds its document gone and writes nothing (ingestion/jobs/claims.py). Rows a job inserts
     without holding one of them (a crawl's new pages, an upload's parts) and commits while the delete runs
     would break its foreign keys at commit: they are checked before the delete ends, and it runs again,
     seeing them.

@@ -29,7 +29,7 @@ from django.utils import timezone
 from checked_http.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from config import metrics
 from config.logging import operator_detail
-from ingestion import claims, sync
+from ingestion import sync
 from ingestion.admission import admit_pages
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, fetch_policy
@@ -37,6 +37,7 @@ from ingestion.crawl.robots import allowed_by_robots
 from ingestion.crawl.strategies import fetch_and_extract
 from ingestion.failures import failure_class_of
 from ingestion.files import parse_fetched_file
+from ingestion.jobs import claims
 from ingestion.kinds.base import Expansion
 from ingestion.kinds.registry import get_kind
 from ingestion.parsers.base import ParseError

@@ -160,8 +160,8 @@ def put_documents(*, workspace: Workspace, agent_id: Any, items: Iterable[tuple[
             document.metadata, document.content_hash = prepared.metadata, prepared.fingerprint
             document.status, document.error, document.error_detail = Status.PENDING, "", ""
             # The last write wins: a job still indexing an older version is released (it stores nothing,
-            # ingestion/claims.py), and this version's job claims the document at once. A hold left on the
-            # row would keep both from it until the hold passed and a sweep came (150-180 s).
+            # ingestion/jobs/claims.py), and this version's job claims the document at once. A hold left on
+            # the row would keep both from it until the hold passed and a sweep came (150-180 s).
             document.due_by = None
             document.save()
             outcome.document = document

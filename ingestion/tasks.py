@@ -16,9 +16,10 @@ from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import transaction
 
-from ingestion import indexing, lanes, lifecycle, pages, sweeper
+from ingestion import indexing, lifecycle, pages
 from ingestion.crawl import hosts, robots
 from ingestion.crawl.fetch import fetch_policy
+from ingestion.jobs import lanes, sweeper
 from ingestion.kinds.registry import get_kind
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 
 @worker_process_init.connect
 def warm_embedder(**_kwargs: object) -> None:
-    """Every worker process takes interactive work (ingestion/lanes.py), so each loads the embedder before
-    its first job: a crawl process would otherwise load it on a small source's first job, which then took
-    3-4 s instead of a fraction of one (docs/BENCHMARKS.md, "Fair work across workspaces")."""
+    """Every worker process takes interactive work (ingestion/jobs/lanes.py), so each loads the embedder
+    before its first job: a crawl process would otherwise load it on a small source's first job, which then
+    took 3-4 s instead of a fraction of one (docs/BENCHMARKS.md, "Fair work across workspaces")."""
     if not settings.INGESTION_LANES:
         return
     from retrieval.embedders.base import EmbeddingError

@@ -4,7 +4,7 @@ integrations.sync's; indexing is the index queue's ingestion.tasks.index_documen
 They go through the lanes and waves as a crawl does (issue #56: they were published all at once, outside
 the lanes): a source's documents are put in its backlog and published CRAWL_WAVE_SIZE at a time
 (lifecycle.queue_page_jobs; each sync_document pumps the next when it ends), and every job, its index job
-included, is published in its source's lane (ingestion/lanes.py).
+included, is published in its source's lane (ingestion/jobs/lanes.py).
 
 No message waits in the broker longer than pages.max_countdown() (0.9 x the visibility timeout: a message
 waiting past it is handed to a second worker). A provider's longer Retry-After (up to
@@ -21,8 +21,9 @@ from typing import Any
 from celery import shared_task
 from django.db import transaction
 
-from ingestion import lanes, lifecycle
+from ingestion import lifecycle
 from ingestion import tasks as ingestion_tasks
+from ingestion.jobs import lanes
 from ingestion.pages import max_countdown
 from integrations import sync
 from sources.models import Document, Source

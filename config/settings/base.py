@@ -188,7 +188,7 @@ AGENT_EMBEDDING_MODELS_RESOLVER = "agents.embedding.agent_embedding_models"
 IDEMPOTENCY_TTL_SECONDS = env.int("IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
 
 # --- Celery: three named queues (crawl, index, and interactive, which every worker consumes too: small
-# sources' work, see ingestion/lanes.py); a task is acknowledged only once it has finished, so a worker
+# sources' work, see ingestion/jobs/lanes.py); a task is acknowledged only once it has finished, so a worker
 # that dies mid-task hands the message to another worker instead of losing it.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = None
@@ -352,19 +352,20 @@ CRAWL_PER_HOST_CONCURRENCY = env.int("CRAWL_PER_HOST_CONCURRENCY", default=2)
 CRAWL_HOST_WAIT_SECONDS = env.float("CRAWL_HOST_WAIT_SECONDS", default=2.0)
 CRAWL_MAX_HOST_WAITS = env.int("CRAWL_MAX_HOST_WAITS", default=300)
 # Pages of one source in flight at once (crawling, queued, or waiting on a retry or a busy host); the rest
-# wait in the source's backlog and are published as these finish (ingestion/backlog.py).
+# wait in the source's backlog and are published as these finish (ingestion/jobs/backlog.py).
 CRAWL_WAVE_SIZE = env.int("CRAWL_WAVE_SIZE", default=4)
 # What the broker lost is judged after this long: a crawled page is put back in line while it has fewer
-# than CRAWL_MAX_ATTEMPTS attempts, anything else fails with a reason (ingestion/sweeper.py).
+# than CRAWL_MAX_ATTEMPTS attempts, anything else fails with a reason (ingestion/jobs/sweeper.py).
 CRAWL_STALLED_AFTER = env.int("CRAWL_STALLED_AFTER", default=1800)
 CRAWL_MAX_ATTEMPTS = env.int("CRAWL_MAX_ATTEMPTS", default=5)
 # A source with more pending documents than this is handed to the index queue, one job per batch
 # (lifecycle.queue_index_jobs): reindexing a big site in one task would outlive the task's time limit.
 INDEX_FAN_OUT_AT = env.int("INDEX_FAN_OUT_AT", default=20)
-# Fair work across workspaces (ingestion/lanes.py): small sources' jobs (by the work they will index) go to
-# the interactive queue ahead of big sources' jobs, which are published at a lower priority. A workspace's
-# first INGESTION_INTERACTIVE_FIRST small sources in progress go first in line, the next ones behind every
-# workspace's first few while its small work in progress is within INGESTION_INTERACTIVE_SHARE_PAGES pages.
+# Fair work across workspaces (ingestion/jobs/lanes.py): small sources' jobs (by the work they will index)
+# go to the interactive queue ahead of big sources' jobs, which are published at a lower priority. A
+# workspace's first INGESTION_INTERACTIVE_FIRST small sources in progress go first in line, the next ones
+# behind every workspace's first few while its small work in progress is within
+# INGESTION_INTERACTIVE_SHARE_PAGES pages.
 INGESTION_LANES = env.bool("INGESTION_LANES", default=True)
 INGESTION_INTERACTIVE_QUEUE = env("INGESTION_INTERACTIVE_QUEUE", default="interactive")
 INGESTION_SMALL_SOURCE_PAGES = env.int("INGESTION_SMALL_SOURCE_PAGES", default=20)

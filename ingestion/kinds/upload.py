@@ -91,9 +91,9 @@ class UploadKind(SourceKind):
 
 def upload_index(*, source: Source) -> None:
     """Parse (first time) or reload segments (reindex), then index every document."""
-    from ingestion.claims import claim_pending_source
     from ingestion.indexing import document_index, source_refresh_status
-    from ingestion.progress import Progress
+    from ingestion.jobs.claims import claim_pending_source
+    from ingestion.jobs.progress import Progress
 
     with workspace_scope(source.workspace_id):
         if not claim_pending_source(source=source, to=Status.INDEXING):

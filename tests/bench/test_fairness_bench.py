@@ -2,7 +2,7 @@
 
 Issue #14 measured a one-paragraph text source taking 36 s to be indexed while another workspace's 769-page
 crawl ran (1-3 s idle). Goal: B's small source reaches done within 2x its idle time while A's crawl runs, and
-A's crawl proceeds at full speed when nobody else waits (ingestion/lanes.py).
+A's crawl proceeds at full speed when nobody else waits (ingestion/jobs/lanes.py).
 
 One run, real worker processes in the layout of `make run` (a crawl worker x2 and an index worker x1, both
 also consuming the interactive queue), a generated documentation site served on 127.0.0.1
@@ -40,7 +40,8 @@ pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
 FULL = os.environ.get("GROUNDED_BENCH_FAIRNESS") == "full"
 PAGES = int(os.environ.get("GROUNDED_BENCH_FAIR_PAGES", "120" if FULL else "12"))
 B_FROM_S = 5.0 if FULL else 1.0
-# A source of at most this many pages is small (ingestion/lanes.py): the small site must be bigger than that.
+# A source of at most this many pages is small (ingestion/jobs/lanes.py): the small site must be bigger
+# than that.
 SMALL_PAGES = settings.INGESTION_SMALL_SOURCE_PAGES if FULL else 4
 PARAGRAPH = (
     "Returns are accepted within thirty days of delivery when the item is unused and in its original "

@@ -4,7 +4,7 @@ a big crawl and a big Notion sync run.
 Goal: B's small sources reach done within 2x their idle time while A's big crawl and A's big Notion sync run,
 however many B adds at once. Before, a workspace's third and later sources in progress went to the bulk
 lane, and one paragraph waited over 2 minutes behind another workspace's crawl; connector jobs skipped the
-lanes altogether (ingestion/lanes.py, integrations/tasks.py).
+lanes altogether (ingestion/jobs/lanes.py, integrations/tasks.py).
 
 One run, real worker processes in the layout of `make run` (tests/bench/test_pipeline_bench._workers: a crawl
 worker x2 and an index worker x1, both also consuming the interactive queue), lanes on:

@@ -15,9 +15,10 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from ingestion import claims, lifecycle
+from ingestion import lifecycle
 from ingestion.audit import audit
 from ingestion.indexing import documents_index
+from ingestion.jobs import claims
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
 from tests.factories import wait_for

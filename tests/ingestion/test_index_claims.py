@@ -1,4 +1,4 @@
-"""An index job's hold on its batch (ingestion/claims.py): a worker killed while holding it leaves the
+"""An index job's hold on its batch (ingestion/jobs/claims.py): a worker killed while holding it leaves the
 documents held only until the hold passes; then the sweeper puts them back in line (or the dead job's
 redelivered message takes them back), they are indexed exactly once, and a holder that was merely slow
 writes nothing. Worker tests run a real process that claims a batch and is killed -9, and the session's
@@ -16,10 +16,11 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
-from ingestion import claims, tasks
+from ingestion import tasks
 from ingestion.chunking import chunk_text
 from ingestion.indexing import documents_index
-from ingestion.sweeper import sweep_stalled
+from ingestion.jobs import claims
+from ingestion.jobs.sweeper import sweep_stalled
 from retrieval.embedders.base import EmbeddingError
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
@@ -75,7 +76,7 @@ def _claim_in_a_process_then_kill_it(workspace_id: int, document_id: int) -> Non
     }
     script = (
         "import sys, time, django; django.setup()\n"
-        "from ingestion import claims\n"
+        "from ingestion.jobs import claims\n"
         "from sources.tenancy import workspace_scope\n"
         f"with workspace_scope({workspace_id}):\n"
         f"    documents, _, _ = claims.claim_ready({document_id}, max_chars=1_000_000, max_documents=100)\n"

@@ -1,4 +1,4 @@
-"""Fair work across workspaces (ingestion/lanes.py): small sources' jobs are published to the interactive
+"""Fair work across workspaces (ingestion/jobs/lanes.py): small sources' jobs are published to the interactive
 queue, a big crawl's at a lower priority in its own queue. Checked as Celery hands each message to the broker
 (its before_task_publish signal: the routing key and priority the Redis transport files it under), so a
 worker running for other tests in the session cannot take the messages away first. The tests run in a
@@ -11,7 +11,8 @@ import pytest
 from celery.signals import before_task_publish
 from django.conf import settings
 
-from ingestion import lanes, lifecycle
+from ingestion import lifecycle
+from ingestion.jobs import lanes
 from sources.models import Document, Source, Status
 from sources.tenancy import workspace_scope
 

@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from ingestion import lifecycle
+from ingestion.jobs.progress import Progress
 from ingestion.kinds.upload import upload_index
-from ingestion.progress import Progress
 from sources.models import Source
 from sources.tenancy import workspace_scope
 from tests.factories import SHARED_DATA

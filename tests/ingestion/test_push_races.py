@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from ingestion import claims, push, tasks
+from ingestion import push, tasks
 from ingestion.indexing import documents_index, index_ready
+from ingestion.jobs import claims
 from sources.models import Chunk, Document, Status
 from sources.tenancy import workspace_scope
 from tests.factories import wait_for

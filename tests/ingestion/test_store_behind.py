@@ -1,4 +1,4 @@
-"""An index job stores what it has embedded while it embeds the next part (ingestion/store_behind.py), on
+"""An index job stores what it has embedded while it embeds the next part (ingestion/jobs/store_behind.py), on
 the real database and the real embedder."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 
 from ingestion import tasks
-from ingestion.store_behind import StoreBehind
+from ingestion.jobs.store_behind import StoreBehind
 from retrieval.embedders.base import EmbeddingError
 from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embedding_input

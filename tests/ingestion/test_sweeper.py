@@ -3,7 +3,7 @@
 import pytest
 from django.utils import timezone
 
-from ingestion.sweeper import sweep_stalled
+from ingestion.jobs.sweeper import sweep_stalled
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 

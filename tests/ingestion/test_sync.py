@@ -14,7 +14,7 @@ from django.utils import timezone
 from ingestion import lifecycle, sync
 from ingestion.crawl import hosts
 from ingestion.failures import nothing_indexed
-from ingestion.sweeper import sweep_stalled
+from ingestion.jobs.sweeper import sweep_stalled
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 

@@ -9,8 +9,9 @@ import pytest
 import redis
 from django.utils import timezone
 
-from ingestion import backlog, lifecycle
-from ingestion.sweeper import sweep_stalled
+from ingestion import lifecycle
+from ingestion.jobs import backlog
+from ingestion.jobs.sweeper import sweep_stalled
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 

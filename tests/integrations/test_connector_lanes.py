@@ -15,7 +15,8 @@ import pytest
 from celery.signals import before_task_publish
 from django.conf import settings
 
-from ingestion import backlog, lanes, lifecycle
+from ingestion import lifecycle
+from ingestion.jobs import backlog, lanes
 from ingestion.pages import max_countdown
 from integrations import tasks
 from sources.models import Document, Source, Status
@@ -159,7 +160,7 @@ def test_a_short_wait_is_one_countdown_without_a_link(broker, picked, notion):
 def test_the_sweeper_puts_a_lost_connector_document_back_in_its_wave(broker, picked, workspace):
     # Its message was lost (Redis restarted without its data): past its deadline it goes back to the
     # backlog and is published again by the connector's own task, not failed and not a crawl.
-    from ingestion.sweeper import sweep_stalled
+    from ingestion.jobs.sweeper import sweep_stalled
 
     with broker.sending():
         _sync(picked)

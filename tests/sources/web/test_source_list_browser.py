@@ -66,7 +66,7 @@ def overlaps(a, b) -> bool:
 def test_an_uploads_stage_shows_live_the_columns_stay_and_toasts_leave_the_buttons_free(
     sign_in, owner, workspace, agent
 ):
-    from ingestion.progress import Progress
+    from ingestion.jobs.progress import Progress
 
     with workspace_scope(workspace.id):
         for i in range(14):

@@ -15,8 +15,9 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from ingestion import backlog, lifecycle
+from ingestion import lifecycle
 from ingestion.indexing import source_refresh_status
+from ingestion.jobs import backlog
 from ingestion.kinds.registry import KINDS, get_kind
 from sources.models import ACTIVE_STATUSES, Document, Source, Status
 from sources.tenancy import workspace_scope
@@ -50,7 +51,7 @@ def sweep_stalled() -> dict[str, int]:
     A page whose worker was killed (time limit, crash, deploy) never reports back; its row keeps an old
     `updated_at`. A page that waits on purpose (a site's Retry-After, a busy host, its place in the crawl
     queue) carries its own deadline, `due_by`, and is judged by that instead; so does a page held by an
-    index job, until the hold passes (ingestion/claims.py). While attempts are left (each crawl of a page
+    index job, until the hold passes (ingestion/jobs/claims.py). While attempts are left (each crawl of a page
     spends one, and so does each time the sweeper puts it back) a crawled page goes back to its source's
     backlog, a page waiting for its index job (or held by a dead one) is released and gets another job,
     and a file or text source whose job died is queued again; a page still in the backlog waits its turn
@@ -72,7 +73,8 @@ def sweep_stalled() -> dict[str, int]:
         if kind in resumable and sweep.resume_source(source_id, workspace_id):
             continue
         if status == Status.INDEXING and kind not in resumable and attempts < settings.CRAWL_MAX_ATTEMPTS:
-            # Its index job was lost, or the worker holding it died (its hold passed: ingestion/claims.py).
+            # Its index job was lost, or the worker holding it died (its hold passed:
+            # ingestion/jobs/claims.py).
             # The hold is released, so the new job (or any index job of the workspace) can claim it, and
             # it counts as stalled again only CRAWL_STALLED_AFTER from now. A holder that was merely slow
             # finds its token gone and writes nothing.

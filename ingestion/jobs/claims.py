@@ -5,8 +5,8 @@ A source is claimed while it is pending (`claim_pending_source`). Documents bein
 `due_by`: the deadline of the job that holds them, and that job's token. A hold lasts as long as the task
 holding it may run (its hard time limit, when the pool kills it) plus a margin, so once it has passed the
 holder is dead: the hold is free again for any index job, and the sweeper puts the documents back in line
-(ingestion/sweeper.py). Index tasks hold for 120 + 30 s, inside the broker's 300 s visibility timeout, so a
-dead worker's redelivered job finds its documents free. A holder that outlived its hold anyway (a pool
+(ingestion/jobs/sweeper.py). Index tasks hold for 120 + 30 s, inside the broker's 300 s visibility timeout,
+so a dead worker's redelivered job finds its documents free. A holder that outlived its hold anyway (a pool
 process orphaned by a killed main process, an inline call) writes nothing: it stores a document only while
 the row still carries its token (`still_held`). A newer version of a pushed document releases the hold
 (ingestion/push.py clears `due_by` as it writes the new text): the holder, embedding the older text, stores
