@@ -1,7 +1,7 @@
 """A source's audiences and metadata: who may retrieve its passages, and what search can filter them on.
 
 They are kept in Source.config (`audience`, `metadata`) beside the kind's own settings, and copied onto every
-chunk by ingestion.indexing._build_chunks. The rules are those of a pushed document's (ingestion.push_input):
+chunk by ingestion.indexing._build_chunks. The rules are those of a pushed document's (ingestion.push.inputs):
 metadata keys are identifiers that Grounded does not set itself, values a string, number, boolean or a list of
 them; audiences are 1 to 50 short names, ["public"] when none are given. One key differs: a source may say
 its `lang` (its documents' detected language is used otherwise).
@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 
 from ingestion.kinds.base import KindError
-from ingestion.push_input import (
+from ingestion.push.inputs import (
     MAX_AUDIENCES,
     MAX_LIST_ITEMS,
     MAX_METADATA_KEYS,

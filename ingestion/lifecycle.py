@@ -449,7 +449,7 @@ def pump_pages(*, workspace_id: int, source_id: int) -> int:
 
 def queue_index_jobs(*, workspace_id: int, document_ids: list[int]) -> None:
     """Index jobs for documents, once the transaction that wrote them commits: a source too big to index
-    within one task's time limit, documents pushed through the documents API (ingestion/push.py), pages the
+    within one task's time limit, documents pushed through the documents API (ingestion/push/), pages the
     sweeper put back. One job per batch (INDEX_BATCH_MAX_DOCUMENTS), not per document: each job claims
     its document with the others waiting (indexing.index_ready), so the rest go to indexing, where any
     index job takes them, and a job its budget cut short queues the next one (tasks.index_document)."""

@@ -255,7 +255,7 @@ class Document(TenantModel):
     url = models.URLField(max_length=2000, blank=True)
     title = models.CharField(max_length=500, blank=True)
     text = models.TextField(blank=True)
-    # The customer's own id for a document pushed through the documents API (ingestion/push.py); empty
+    # The customer's own id for a document pushed through the documents API (ingestion/push/); empty
     # for documents we made ourselves. Unique within its source, so per agent (one push source each).
     external_id = models.CharField(max_length=500, blank=True, default="")
     # What this document adds to its chunks' metadata (a pushed document's own keys and its audience).

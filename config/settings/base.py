@@ -456,7 +456,7 @@ EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=100)
 CHUNK_TARGET_CHARS = env.int("CHUNK_TARGET_CHARS", default=2000)
 CHUNK_OVERLAP_CHARS = env.int("CHUNK_OVERLAP_CHARS", default=200)
 TEXT_SOURCE_MAX_CHARS = env.int("TEXT_SOURCE_MAX_CHARS", default=1_000_000)
-# The documents API (ingestion/push.py): documents per batch call, and the largest request body it reads.
+# The documents API (ingestion/push/): documents per batch call, and the largest request body it reads.
 PUSH_BATCH_MAX_DOCUMENTS = env.int("PUSH_BATCH_MAX_DOCUMENTS", default=200)
 PUSH_MAX_REQUEST_BYTES = env.int("PUSH_MAX_REQUEST_BYTES", default=32 * 1024 * 1024)
 # Request bodies: each API endpoint's limit is config/body_limits.py's (413 beyond it); this is any other's.

@@ -9,7 +9,7 @@ holder is dead: the hold is free again for any index job, and the sweeper puts t
 so a dead worker's redelivered job finds its documents free. A holder that outlived its hold anyway (a pool
 process orphaned by a killed main process, an inline call) writes nothing: it stores a document only while
 the row still carries its token (`still_held`). A newer version of a pushed document releases the hold
-(ingestion/push.py clears `due_by` as it writes the new text): the holder, embedding the older text, stores
+(ingestion/push/ clears `due_by` as it writes the new text): the holder, embedding the older text, stores
 nothing, and the newer version's own job claims the document at once. See docs/RELIABILITY.md.
 """
 

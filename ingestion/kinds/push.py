@@ -1,7 +1,7 @@
 """Documents the customer pushes to us (the documents API, `manage.py ingest`), each under their own id.
 
 An agent has at most one source of this kind, made with its first pushed document and removed with its
-last (ingestion/push.py). Its documents are written by that service, never by a payload of
+last (ingestion/push/documents.py). Its documents are written by that service, never by a payload of
 `POST /sources`; indexing, reindex, preview and delete are the shared ones: the kept text is indexed again.
 """
 

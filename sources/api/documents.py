@@ -1,5 +1,5 @@
 """The documents API: customers push documents to an agent under their own ids, keep them in step and
-remove them. Views parse, authorise and shape answers; ingestion/push.py does the work.
+remove them. Views parse, authorise and shape answers; ingestion/push/documents.py does the work.
 
 Writes answer 202 with the document's status (`pending` until the index queue has embedded it), or 200
 when the content is unchanged (nothing stored, nothing embedded). Another workspace's agent is a 404.
@@ -19,7 +19,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ingestion import push
+from ingestion.push import documents as push
 from retrieval.stores.base import InvalidFilter, validate_filters
 from sources.api.base import WorkspaceAPIView
 from sources.api.errors import invalid
@@ -31,7 +31,7 @@ from sources.models import Document, Status
 
 
 class DocumentBodySerializer(serializers.Serializer):
-    """What a PUT sends (validated by ingestion.push.PushedDocument; this is its published shape)."""
+    """What a PUT sends (validated by ingestion.push.inputs.PushedDocument; this is its published shape)."""
 
     title = serializers.CharField(required=False, help_text="Defaults to the HTML title or first # heading.")
     text = serializers.CharField(required=False, help_text="Plain text. Exactly one of text/markdown/html.")

@@ -5,7 +5,7 @@ from sources.api import documents, search, usage, views
 
 class ExternalIdConverter:
     """Any text, line breaks included (Django's `path` stops at one): an external id is checked in one place,
-    ingestion.push_input.check_external_id, so a PUT and a batch item refuse the same ids the same way."""
+    ingestion.push.inputs.check_external_id, so a PUT and a batch item refuse the same ids the same way."""
 
     regex = r"[\s\S]+"
 

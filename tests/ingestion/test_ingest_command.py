@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.test import override_settings
 
 from ingestion import tasks
-from ingestion.push_folder import citation_url, clean_mdx
+from ingestion.push.folder import citation_url, clean_mdx
 from sources.models import Chunk, Document, Source
 from sources.tenancy import workspace_scope
 from tests.fakes.openai_server import FakeProvider, openai_compatible_server

@@ -1,4 +1,4 @@
-"""Pushed documents (ingestion/push.py): what is embedded again, who may retrieve them, the worker path."""
+"""Pushed documents (ingestion/push/): what is embedded again, who may retrieve them, the worker path."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 from django.test import override_settings
 
 from agents.services import agent_search_params
-from ingestion import push, tasks
+from ingestion import tasks
+from ingestion.push import documents as push
 from retrieval.services import SearchParams, search_passages
 from sources.models import Chunk, Document
 from sources.tenancy import workspace_scope

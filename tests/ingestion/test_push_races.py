@@ -15,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from ingestion import push, tasks
+from ingestion import tasks
 from ingestion.indexing import documents_index, index_ready
 from ingestion.jobs import claims
+from ingestion.push import documents as push
 from sources.models import Chunk, Document, Status
 from sources.tenancy import workspace_scope
 from tests.factories import wait_for

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from agents.models import Agent
 from agents.services import agent_create
-from ingestion import lifecycle, push
+from ingestion import lifecycle
+from ingestion.push import documents as push
 from sources import access, invitations
 from sources.models import Document, Invitation, Membership, Plan, Source, Workspace
 from sources.plans import assign_plan

@@ -16,7 +16,8 @@ from django.db import connection
 
 from agents.models import Agent
 from agents.services import agent_create
-from ingestion import lifecycle, push
+from ingestion import lifecycle
+from ingestion.push import documents as push
 from sources import access, invitations, quotas
 from sources.models import Document, Invitation, Membership, Plan, Source
 from sources.plans import assign_plan

@@ -1,8 +1,8 @@
-"""Push a folder of documents to an agent, through the documents API's service (ingestion/push.py).
+"""Push a folder of documents to an agent, through the documents API's service (ingestion/push/documents.py).
 
     manage.py ingest docs/ --agent 3 --base-url https://docs.acme.example [--dry-run] [--prune]
 
-Each file is a document whose id is its path relative to the folder (ingestion/push_folder.py says which
+Each file is a document whose id is its path relative to the folder (ingestion/push/folder.py says which
 files and how they are read). Changed documents are stored and queued for the index workers; unchanged
 ones are left alone, so a re-run with nothing changed embeds nothing. --prune removes the agent's pushed
 documents whose files are gone; --dry-run prints what would be created, changed or removed, with the
@@ -17,10 +17,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ingestion import push
 from ingestion.chunking import chunk_text
 from ingestion.kinds.base import KindError
-from ingestion.push_folder import FolderDocument, FolderFileError, read_document, walk
+from ingestion.push import documents as push
+from ingestion.push.folder import FolderDocument, FolderFileError, read_document, walk
 from sources.models import Source
 
 

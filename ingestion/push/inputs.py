@@ -1,5 +1,5 @@
 """What a caller sends as a pushed document, checked and turned into the text we index: a title, its
-content as text, Markdown or HTML, a link, metadata and audiences (ingestion/push.py stores it).
+content as text, Markdown or HTML, a link, metadata and audiences (ingestion/push/documents.py stores it).
 
 Refusals are KindError (400, by field) or DocumentTooLarge (413).
 """

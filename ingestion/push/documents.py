@@ -25,7 +25,7 @@ from ingestion import lifecycle
 from ingestion.indexing import source_refresh_status
 from ingestion.kinds.base import KindError
 from ingestion.kinds.push import PushKind
-from ingestion.push_input import DocumentTooLarge, Prepared, prepare
+from ingestion.push.inputs import DocumentTooLarge, Prepared, prepare
 from retrieval.vectors import delete_chunk_vectors
 from sources import quotas
 from sources.models import Chunk, Document, Source, Status, Workspace

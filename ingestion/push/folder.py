@@ -1,5 +1,5 @@
 """A folder of documents as pushed documents (`manage.py ingest`): which files, their frontmatter, their text
-and the link each cites. Reads only; ingestion/push.py writes.
+and the link each cites. Reads only; ingestion/push/documents.py writes.
 
 Markdown (.md, .markdown, .mdx) and .txt are read as text: YAML frontmatter gives `title`, `url`,
 `audiences` and metadata (every other key, `type` included); MDX loses its import/export lines and JSX
@@ -22,7 +22,7 @@ from django.conf import settings
 
 from ingestion.parsers.base import ParseError
 from ingestion.parsers.text import decode_text
-from ingestion.push_input import RESERVED_METADATA
+from ingestion.push.inputs import RESERVED_METADATA
 from retrieval.stores.base import FILTER_KEY
 
 MARKDOWN = {".md", ".markdown", ".mdx"}
