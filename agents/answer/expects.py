@@ -37,7 +37,7 @@ _ASKS = {
     # The default, named or described: "if I don't change it", "unless told otherwise".
     DEFAULT: r"\bdefault(?:s|ed)?\b|\bunless (?:\w+ )?(?:told|set|specified|configured) otherwise\b"
     r"|\bif (?:i|you|we|one) (?:don't|do not|didn't|did not|never) (?:set|change|specify|configure|pass)\b"
-    r"|\bout of the box\b",
+    r"|\bout of the box\b|\bwithout (?:any |a )?(?:configuration|configuring|config|settings?|options?)\b",
     IDENTIFIER: r"\b(?:which|what)\s+(?:\w+\s+)?(?:functions?|methods?|decorators?|settings?"
     r"|config(?:uration)? keys?|options?|variables?|class(?:es)?|attributes?|parameters?|arguments?|flags?"
     r"|commands?|hooks?|signals?|exceptions?|errors?|keys?|modules?|fields?|properties|property)\b",

@@ -47,12 +47,19 @@ _TRAILER = re.compile(
     re.IGNORECASE,
 )
 _ANAPHOR = re.compile(r"^(?:this|it|its|they|these|that|those|such|there|here|he|she|both|either)\b", re.I)
-# The next sentence carries on from this one ("To counter this attack, ...", "To disable the service, ...").
-_CARRIES_ON = re.compile(r"^(?:to|in order to)\s+\w+\s+(?:this|that|these|those|it|them|the)\b", re.I)
+# The next sentence carries on from this one ("To counter this attack, ...", "In this situation, ...",
+# "If so, ...", "Otherwise, ..."): it finishes what this one began.
+_CARRIES_ON = re.compile(
+    r"^(?:(?:to|in order to)\s+\w+\s+(?:this|that|these|those|it|them|the)\b"
+    r"|in (?:this|that|such|either|both|which) (?:case|situation|event|instance|scenario)s?\b"
+    r"|if so\b|if not\b|otherwise\b|then\b|in that\b)",
+    re.I,
+)
 # A sentence about code shown just before it ("The code above ...", "This example ...").
 _POINTS_BACK = re.compile(r"\b(?:above|previous example|this (?:code|example|snippet))\b", re.I)
 _SENTENCE_END = re.compile(r"[.!?…:][\"'\u2019\u201d)\]]*$")
 LEAD_IN_UNITS = 8
+FAQ_ANSWER_CHARS = 500
 LEAD_IN_CHARS = 600
 
 
@@ -227,7 +234,29 @@ def complete(units: list[Unit], index: int) -> list[int]:
     trailer = _trailer(units, index)
     if trailer is not None:
         chosen.append(trailer)
+    if unit.heading.rstrip().endswith("?"):
+        chosen.extend(_faq_answer(units, index))
     return sorted(set(chosen))
+
+
+def _faq_answer(units: list[Unit], index: int) -> list[int]:
+    """Under a heading that asks a question (an FAQ's entry), the entry's answer from its start, as
+    far as FAQ_ANSWER_CHARS: its point is often in the sentence after the one that matched ("No! As
+    of 2.28.0 ... no longer supports Python 2.7. Users who ... should pin to requests<2.28.")."""
+    heading = units[index].heading
+    first = index
+    while first > 0 and units[first - 1].heading == heading and units[first - 1].kind != HEADING:
+        first -= 1
+    taken: list[int] = []
+    used = 0
+    for later in range(first, len(units)):
+        if units[later].heading != heading or units[later].kind == HEADING:
+            break
+        used += len(units[later].text)
+        if used > FAQ_ANSWER_CHARS:
+            break  # a long entry: the chosen unit stands on its own, as elsewhere
+        taken.append(later)
+    return taken if index in taken else []
 
 
 def _in_context(units: list[Unit], index: int) -> str:

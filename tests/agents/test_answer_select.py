@@ -81,6 +81,35 @@ def test_a_sentence_that_points_back_brings_what_it_points_to():
     assert texts_of(units, complete(units, question))[-1] == "Hold the button for five seconds."
 
 
+def test_a_sentence_is_finished_by_the_one_that_carries_on_from_it():
+    units = segment(
+        "Requests will not guess the encoding if the Content-Type header contains text. In this "
+        "situation, RFC 2616 specifies that the default charset must be ISO-8859-1. Other text follows."
+    )
+    (condition,) = indexes_of(units, "Requests will not guess")
+    assert texts_of(units, complete(units, condition)) == [
+        "Requests will not guess the encoding if the Content-Type header contains text.",
+        "In this situation, RFC 2616 specifies that the default charset must be ISO-8859-1.",
+    ]
+
+
+def test_an_faq_entry_is_answered_whole_when_it_is_short():
+    units = segment(
+        "## Python 2 Support?\nNo! As of Requests 2.28.0, Requests no longer supports Python 2.7. Users "
+        "who have been unable to migrate should pin to requests<2.28.\n## Python 3 Support?\nYes!"
+    )
+    (matched,) = indexes_of(units, "As of Requests")
+    assert texts_of(units, complete(units, matched)) == [
+        "No!",
+        "As of Requests 2.28.0, Requests no longer supports Python 2.7.",
+        "Users who have been unable to migrate should pin to requests<2.28.",
+    ]
+    reasons = " ".join(f"Reason {n} is a long sentence of words." for n in range(20))
+    long_entry = segment(f"## Why?\n{reasons}")
+    (late,) = indexes_of(long_entry, "Reason 17")
+    assert complete(long_entry, late) == [late]  # past the entry's first 500 characters: on its own
+
+
 def test_the_answer_states_the_default_with_its_setting_and_cites_the_passage():
     answer = extractive_answer("What is the default name of the session cookie?", numbered(SETTINGS_PAGE))
     assert "SESSION_COOKIE_NAME: The name of the session cookie." in answer.text
@@ -147,6 +176,7 @@ def test_passages_far_below_the_best_one_are_not_used():
         ("How many workers does the server start?", {COUNT}),
         ("Which Python versions are supported?", {VERSION}),
         ("What is the cookie called if I don't change it?", {DEFAULT}),
+        ("Which extensions are turned on without any configuration?", {DEFAULT}),
         ("How long does a permanent session last by default?", {QUANTITY, DEFAULT}),
         ("What is the default value of the ENV setting?", {DEFAULT}),
         ("Which decorator registers a view function?", {IDENTIFIER}),
