@@ -20,7 +20,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from config.logging import operator_detail
-from ingestion import reuse, sentence_inputs
+from ingestion import freshness, reuse, sentence_inputs
 from ingestion.chunk_settings import chunking_of
 from ingestion.chunking import chunk_id
 from ingestion.failures import SKIP_LABELS, nothing_indexed
@@ -472,14 +472,12 @@ def delete_source_chunks(*, source: Source) -> None:
 
 def source_refresh_status(*, source_id: int) -> None:
     """Derive a source's counters and status from its documents (the single source of truth). When nothing
-    is in flight any more, its open sync ends first (ingestion.sync.finish), removing condemned pages.
+    is in flight any more, its open sync ends first (ingestion.freshness.finish), removing condemned pages.
 
     Every crawled page and index job calls this, so it reads the documents in one aggregate and the source
     in one row: four statements where it took eight (docs/BENCHMARKS.md)."""
-    from ingestion import sync
-
     counts = _document_counts(source_id)
-    if counts["active"] == 0 and sync.finish(source_id=source_id):
+    if counts["active"] == 0 and freshness.finish(source_id=source_id):
         counts = _document_counts(source_id)  # the sync's end removed the pages the evidence condemned
     fields = ("kind", "error", "status", "workspace_id", "agent_id")
     row = Source.objects.filter(id=source_id).values(*fields).first()

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from ingestion import files as storage
-from ingestion import sync
+from ingestion import freshness
 from ingestion.indexing import batch_budget, delete_source_chunks, source_refresh_status
 from ingestion.jobs import backlog, lanes
 from ingestion.kinds.base import KindError
@@ -114,7 +114,7 @@ def source_create(
         chosen = Schedule.OFF
         if "kind" not in errors:
             try:
-                chosen = sync.schedule_for_new(
+                chosen = freshness.schedule_for_new(
                     resyncable=source_kind.resyncable, workspace=workspace, requested=schedule
                 )
             except ValueError as exc:
@@ -558,14 +558,14 @@ def _next_sync(source: Source) -> Any:
     if source.paused:
         return None
     now = timezone.now()
-    following = sync.next_sync_after(source.schedule, source.last_synced_at or now)
+    following = freshness.next_sync_after(source.schedule, source.last_synced_at or now)
     return max(following, now) if following else None
 
 
 def sync_due_sources() -> list[Source]:
     """The beat task: claim the sources whose sync is due and queue each, spread over SYNC_JITTER_SECONDS
     so a thousand daily sources don't all start in the same second."""
-    claimed = sync.claim_due()
+    claimed = freshness.claim_due()
     for source in claimed:
         jitter = random.uniform(0, settings.SYNC_JITTER_SECONDS) if settings.SYNC_JITTER_SECONDS else None
         with workspace_scope(source.workspace_id), transaction.atomic():

@@ -7,9 +7,9 @@ Each page's fate is one of:
   skipped (left out on purpose: too little text, only links, a search page; with the reason and the size of
   its text, and indexed anyway when the admin asks: Document.keep_short, or the source's keep_short_pages).
 
-Every expansion opens a sync (ingestion/sync.py). A re-sync is cheap: a page whose sitemap <lastmod> is
+Every expansion opens a sync (ingestion/freshness.py). A re-sync is cheap: a page whose sitemap <lastmod> is
 what it was is not fetched; the rest are fetched conditionally (ETag / Last-Modified); a body whose text
-hash is unchanged is not embedded again. Pages are only marked for removal on evidence (see sync.py).
+hash is unchanged is not embedded again. Pages are only marked for removal on evidence (see freshness.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from django.utils import timezone
 from checked_http.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from config import metrics
 from config.logging import operator_detail
-from ingestion import sync
+from ingestion import freshness
 from ingestion.admission import admit_pages
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, fetch_policy
@@ -87,7 +87,7 @@ def _listing_failed(source: Source, message: str, detail: str) -> None:
         Source.objects.filter(id=source.id).update(
             status=Status.FAILED, error=message[:500], error_detail=operator_detail(detail)
         )
-    sync.finish(source_id=source.id, listing_error=message)
+    freshness.finish(source_id=source.id, listing_error=message)
 
 
 def _documents_for(source: Source, expansion: Expansion) -> list[int]:
@@ -156,7 +156,7 @@ def _documents_for(source: Source, expansion: Expansion) -> list[int]:
                 refetch.append(document)
         source.documents.filter(id__in=unchanged).update(sync_outcome="unchanged", unlisted_strikes=0)
         source.documents.filter(id__in=held_back, url__in=listed).update(unlisted_strikes=0)
-        source.documents.filter(id__in=held_back).update(sync_outcome=sync.HELD_BACK)
+        source.documents.filter(id__in=held_back).update(sync_outcome=freshness.HELD_BACK)
         for document in refetch:
             document.lastmod = lastmod.get(document.url, document.lastmod)
         Document.objects.bulk_update(refetch, ["lastmod"], batch_size=500)

@@ -10,8 +10,8 @@ raises on a 5xx or a time-out, so those never remove anything.
 
 A removal, on the provider's evidence (left out of a complete listing, or a 404/403 or trashed file when
 fetched), takes the document's chunks at once, so answers stop citing it; its row stays, marked with the
-reason (ingestion.sync.REMOVAL_REASONS), until the sync ends, which deletes it and counts it in the sync's
-outcome, as a website's sync does.
+reason (ingestion.freshness.REMOVAL_REASONS), until the sync ends, which deletes it and counts it in the
+sync's outcome, as a website's sync does.
 
 Each step's fate, like a web page's (ingestion/pages.py): done, retried (transient, with backoff),
 requeued (rate-limited: no attempt spent), failed (with the reason), or the connection needs a reconnect.
@@ -96,7 +96,7 @@ def _requeue_wait(exc: ProviderRateLimited) -> float:
 
 def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outcome:
     with workspace_scope(source.workspace_id):
-        # Opens a sync (ingestion.sync): when its documents settle, the outcome and dates are written.
+        # Opens a sync (ingestion.freshness): when its documents settle, the outcome and dates are written.
         if not claim_pending_source(source=source, to=Status.CRAWLING, opens_sync=True):
             return Outcome()
         kind = get_kind(source.kind)
@@ -151,7 +151,8 @@ def _apply_listing(
     plan leaves room for none of them and the source has no documents yet (nothing is stored), with
     the admission saying why."""
     with transaction.atomic():
-        # What this sync did to each document, for its outcome (ingestion.sync): set below and when fetched.
+        # What this sync did to each document, for its outcome (ingestion.freshness): set below and when
+        # fetched.
         source.documents.update(sync_outcome="")
         documents = {d.id: d for d in source.documents.all()}
         new = list(dict.fromkeys(i.object_id for i in items if known.get(i.object_id, -1) not in documents))
@@ -216,7 +217,8 @@ def document_remove(*, document: Document) -> None:
 
 def condemn(*, source: Source, document_ids: list[int], reason: str) -> None:
     """Gone upstream, on evidence: the documents' chunks go now, through the store first; the rows stay,
-    settled and marked with `reason`, until the sync ends (ingestion.sync.finish deletes and counts them)."""
+    settled and marked with `reason`, until the sync ends (ingestion.freshness.finish deletes and counts
+    them)."""
     if not document_ids:
         return
     with transaction.atomic():

@@ -100,7 +100,7 @@ def api_key_revoke(*, actor: Membership, api_key: ApiKey) -> None:
 
 def workspace_update(*, actor: Membership, name: str, default_schedule: str) -> None:
     """The workspace's name and the re-sync schedule new sources get unless their creator picks one
-    (ingestion.sync.schedule_for_new)."""
+    (ingestion.freshness.schedule_for_new)."""
     require_manager(actor)
     name = name.strip()
     if not name:

@@ -25,7 +25,7 @@ def new_visitor_secret() -> str:
 
 
 class Schedule(models.TextChoices):
-    """How often a source is synced again with what it was made from (ingestion/sync.py)."""
+    """How often a source is synced again with what it was made from (ingestion/freshness.py)."""
 
     OFF = "off", "Off"
     HOURLY = "hourly", "Every hour"
@@ -216,7 +216,7 @@ class Source(TenantModel):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     indexed_at = models.DateTimeField(null=True, blank=True)
-    # Freshness (ingestion/sync.py): a sync fetches the source again; the beat task starts due ones.
+    # Freshness (ingestion/freshness.py): a sync fetches the source again; the beat task starts due ones.
     schedule = models.CharField(max_length=10, choices=Schedule.choices, default=Schedule.OFF)
     paused = models.BooleanField(default=False, help_text="Not synced on schedule while paused.")
     hidden_while_paused = models.BooleanField(
@@ -281,8 +281,9 @@ class Document(TenantModel):
     attempts = models.PositiveSmallIntegerField(default=0)
     # The sitemap's <lastmod> when it was last listed: the same value next time means "unchanged".
     lastmod = models.CharField(max_length=40, blank=True)
-    # Evidence for pruning (ingestion/sync.py): syncs in a row that answered 404/410 (the last one counted
-    # is the sync that started at gone_seen_at), and complete listings in a row that left the page out.
+    # Evidence for pruning (ingestion/freshness.py): syncs in a row that answered 404/410 (the last one
+    # counted is the sync that started at gone_seen_at), and complete listings in a row that left the page
+    # out.
     gone_strikes = models.PositiveSmallIntegerField(default=0)
     gone_seen_at = models.DateTimeField(null=True, blank=True)
     unlisted_strikes = models.PositiveSmallIntegerField(default=0)

@@ -227,7 +227,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ingestion.tasks.crawl_sweep_stalled",
         "schedule": env.float("SWEEP_INTERVAL", default=60.0),
     },
-    # Freshness: start the sources whose scheduled sync is due (ingestion/sync.py).
+    # Freshness: start the sources whose scheduled sync is due (ingestion/freshness.py).
     "sync-due-sources": {"task": "ingestion.tasks.crawl_sync_due", "schedule": 60.0},
 }
 

@@ -34,7 +34,7 @@ def claim_pending_source(*, source: Source, to: str, opens_sync: bool = False) -
     """Move a pending source to `to` (indexing or crawling): of two jobs delivered for it, one gets True and
     the other does nothing. The last run's error is cleared; `updated_at` is written because queryset
     updates leave auto_now alone and the sweeper judges stalled sources by it. A crawl or a connector's
-    sync (`opens_sync`) also clears the notice and opens a sync (ingestion.sync), whose start is stamped
+    sync (`opens_sync`) also clears the notice and opens a sync (ingestion.freshness), whose start is stamped
     on the row and on `source`."""
     now = timezone.now()
     fields: dict = {"status": to, "error": "", "error_detail": "", "updated_at": now}

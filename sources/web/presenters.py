@@ -166,7 +166,7 @@ def stage_label(source: Source, unit: tuple[str, str]) -> str:
 
 def freshness(source: Source, *, resyncable: bool) -> dict[str, Any]:
     """What a row says about syncing: the schedule, when it last ran and what it did, when it runs next."""
-    from ingestion.sync import outcome_summary
+    from ingestion.freshness import outcome_summary
 
     return {
         "resyncable": resyncable,

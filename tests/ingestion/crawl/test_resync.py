@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from ingestion import lifecycle
-from ingestion.sync import outcome_summary
+from ingestion.freshness import outcome_summary
 from retrieval.services import SearchParams, search_passages
 from sources import metering
 from sources.models import Chunk, Document, Plan, Source

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from ingestion import lifecycle, sync
+from ingestion import freshness, lifecycle
 from ingestion.crawl import hosts
 from ingestion.failures import nothing_indexed
 from ingestion.jobs.sweeper import sweep_stalled
@@ -83,7 +83,7 @@ def test_due_sources_are_claimed_within_the_per_workspace_limit(
     paused = _web_source(workspace, agent, 5, paused=True)
     off = _web_source(workspace, agent, 6, schedule="off")
     later = _web_source(workspace, agent, 7, next_sync_at=timezone.now() + timezone.timedelta(hours=1))
-    claimed = {s.id for s in sync.claim_due()}
+    claimed = {s.id for s in freshness.claim_due()}
     assert claimed == {ours[0].id, ours[1].id, theirs.id}
     for source in Source.unscoped.filter(id__in=claimed):
         assert source.status == "pending"
@@ -91,7 +91,7 @@ def test_due_sources_are_claimed_within_the_per_workspace_limit(
     for untouched in (ours[2], ours[3], paused, off, later):
         assert Source.unscoped.get(id=untouched.id).status == "done"
     # The two claimed syncs of our workspace are still running: nothing more of ours starts.
-    assert sync.claim_due() == []
+    assert freshness.claim_due() == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -104,7 +104,7 @@ def test_two_concurrent_claimers_never_start_the_same_sync(workspace, agent, set
     def claimer(slot: int) -> None:
         try:
             barrier.wait()
-            results[slot] = [s.id for s in sync.claim_due()]
+            results[slot] = [s.id for s in freshness.claim_due()]
         finally:
             connection.close()
 
@@ -123,11 +123,11 @@ def test_pausing_stops_the_schedule_and_resuming_makes_it_due(workspace, agent):
     source = _web_source(workspace, agent, 1, last_synced_at=timezone.now() - timezone.timedelta(days=3))
     lifecycle.source_update(source=source, paused=True)
     assert Source.unscoped.get(id=source.id).next_sync_at is None
-    assert sync.claim_due() == []
+    assert freshness.claim_due() == []
     lifecycle.source_update(source=source, paused=False)
     resumed = Source.unscoped.get(id=source.id)
     assert resumed.next_sync_at <= timezone.now() + timezone.timedelta(seconds=1)  # overdue: due now
-    assert [s.id for s in sync.claim_due()] == [source.id]
+    assert [s.id for s in freshness.claim_due()] == [source.id]
 
 
 @pytest.mark.django_db
