@@ -337,14 +337,25 @@ def retry_failed(*, source: Source) -> int:
     return len(failed)
 
 
+EMPTY_SEARCH_PAGE = (
+    "This is the site's search page and it has no text of its own: its results are built by scripts for a "
+    "query, so there is nothing to index. A sync reads it again."
+)
+
+
 def index_anyway(*, document: Document) -> None:
     """The admin's "index it anyway" for a skipped page: the decision is kept on the document (keep_short,
     which a re-sync keeps), and the page is queued like a retry of it, fetched again and kept however little
-    text it has. KindError when the page is not skipped or its source is busy (as retry_failed refuses);
+    text it has. KindError when the page is not skipped, its source is busy (as retry_failed refuses), or it
+    is a search page with no text of its own (nothing to index: its results are built for a query);
     QuotaExceeded when today's crawl pages are used up."""
     with workspace_scope(document.workspace_id), transaction.atomic():
         if Source.objects.filter(id=document.source_id, status__in=ACTIVE_STATUSES).exists():
             raise KindError({"source": ["This source is being processed; try again when it has finished."]})
+        if Document.objects.filter(
+            id=document.id, status=Status.SKIPPED, skip_reason="search_page", skipped_chars=0
+        ).exists():
+            raise KindError({"document": [EMPTY_SEARCH_PAGE]})
         claimed = Document.objects.filter(id=document.id, status=Status.SKIPPED).update(
             keep_short=True, **fetch_again()
         )

@@ -126,8 +126,9 @@ def extract_page(
     html: str | bytes, url: str, *, min_chars: int = MIN_TEXT_CHARS, keep_short: bool = False
 ) -> ExtractedPage:
     """Title, main text and language of an HTML page; raises DroppedPage when it isn't worth keeping.
-    `keep_short` (the admin's "index it anyway") keeps a page that would be skipped for its little prose or
-    for being a list of links; pages with no text, not-found pages and bot walls are never kept."""
+    `keep_short` (the admin's "index it anyway") keeps a page that would be skipped for its little prose, for
+    being a list of links or for being a search page; pages with no text, not-found pages and bot walls are
+    never kept."""
     tree = load_html(html)
     if tree is None:
         raise DroppedPage("empty", f"{url}: not parseable as HTML")
@@ -164,9 +165,14 @@ def extract_page(
         raise DroppedPage("bot_wall", f"{url}: title {page_title!r}")
     prose = prose_chars(text)
     if prose < min_chars and (signal := script_signal(markup, noscript, text)):
-        if _is_search_page(search_form, noscript, signal):
-            raise DroppedPage("search_page", f"{url}: a search form, JavaScript asked for to search")
-        raise DroppedPage("needs_javascript", f"{url}: {prose} characters of prose without scripts; {signal}")
+        if not _is_search_page(search_form, noscript, signal):
+            detail = f"{url}: {prose} characters of prose without scripts; {signal}"
+            raise DroppedPage("needs_javascript", detail)
+        # A search page the admin asked for is kept with whatever text it has of its own (the search tips).
+        if not (keep_short and text):
+            raise DroppedPage(
+                "search_page", f"{url}: a search form, JavaScript asked for to search", text_chars=len(text)
+            )
     if (_NOT_FOUND.search(page_title) and len(text) < 3000) or (
         len(text) < 1000 and _NOT_FOUND.search(text[:300])
     ):

@@ -348,7 +348,9 @@ class DocumentIndexAnywayView(WorkspaceAPIView):
         responses={
             202: OpenApiResponse(DocumentSerializer, description="Queued: fetched again and indexed."),
             400: OpenApiResponse(
-                ErrorSerializer, description="The page is not skipped, or its source is being processed."
+                ErrorSerializer,
+                description="The page is not skipped, its source is being processed, or it is a search page"
+                " with no text of its own.",
             ),
             404: OpenApiResponse(ErrorSerializer, description="No such source or page in your workspace."),
             **ERRORS,

@@ -173,3 +173,56 @@ def test_turning_the_option_on_fetches_the_skipped_pages_again(eager, site, work
     assert page(source, site, "/hours").status == "done" and found(workspace, "quokka")
     assert not page(source, site, "/hours").keep_short  # the source's decision, not the page's
     assert (source.pages_done, source.pages_skipped) == (2, 0)
+
+
+# A site's search page (Sphinx's search.html): a form, a notice asking for JavaScript to search, and the
+# search tips, its only text of its own.
+SEARCH = (
+    "<html><head><title>Search</title></head><body><main>{body}"
+    "<noscript>Please activate JavaScript to enable the search functionality.</noscript>"
+    "<form action='' method='get'><input type='text' name='q'><input type='submit' value='search'></form>"
+    "<div id='search-results'></div></main></body></html>"
+)
+SEARCH_TIPS = (
+    "<h1>Search</h1><p>Searching for multiple words only shows results with all of the wombat words.</p>"
+)
+
+
+def test_index_anyway_indexes_a_search_page_with_its_text_and_a_resync_keeps_it(
+    eager, site, workspace, agent
+):
+    site.routes["/search"] = Reply(200, SEARCH.format(body=SEARCH_TIPS))
+    publish(site, ["/guide", "/search"])
+    source = add_site(workspace, agent, site)
+    search = page(source, site, "/search")
+    assert (search.status, search.skip_reason) == ("skipped", "search_page")
+    assert search.skipped_chars == len(
+        "Search\nSearching for multiple words only shows results with all of the wombat words."
+    )
+    lifecycle.index_anyway(document=search)
+    search = page(source, site, "/search")
+    assert (search.status, search.keep_short, search.skip_reason) == ("done", True, "")
+    assert "wombat words" in search.text and found(workspace, "wombat")
+    fetched = site.paths_requested().count("/search")
+    source = scheduled_sync(source)
+    assert site.paths_requested().count("/search") == fetched + 1
+    search = page(source, site, "/search")
+    assert (search.status, search.keep_short) == ("done", True) and found(workspace, "wombat")
+    assert (source.pages_done, source.pages_skipped) == (2, 0)
+
+
+def test_a_search_page_with_no_text_of_its_own_is_refused_with_the_reason(eager, site, workspace, agent):
+    from ingestion.kinds.base import KindError
+
+    site.routes["/search"] = Reply(200, SEARCH.format(body=""))
+    publish(site, ["/guide", "/search"])
+    source = add_site(workspace, agent, site)
+    search = page(source, site, "/search")
+    assert (search.status, search.skip_reason, search.skipped_chars) == ("skipped", "search_page", 0)
+    fetched = site.paths_requested().count("/search")
+    with pytest.raises(KindError) as refused:
+        lifecycle.index_anyway(document=search)
+    assert "no text of its own" in refused.value.errors["document"][0]
+    search = page(source, site, "/search")
+    assert (search.status, search.keep_short) == ("skipped", False)
+    assert site.paths_requested().count("/search") == fetched

@@ -84,6 +84,19 @@ def test_only_a_skipped_page_can_be_indexed_anyway(api, site_source):
     assert Document.unscoped.get(id=done.id).keep_short is False
 
 
+def test_a_search_page_with_no_text_is_refused_with_why(api, site_source):
+    page = skipped_page(site_source)
+    Document.unscoped.filter(id=page.id).update(skip_reason="search_page", skipped_chars=0)
+    response = api.post(f"/api/v1/sources/{site_source.id}/documents/{page.id}/index-anyway")
+    assert response.status_code == 400, response.content
+    assert "no text of its own" in response.json()["error"]["fields"]["document"][0]
+    assert (skipped_page(site_source).status, skipped_page(site_source).keep_short) == ("skipped", False)
+    # With text of its own (the search tips), it is indexed anyway like any skipped page.
+    Document.unscoped.filter(id=page.id).update(skipped_chars=80)
+    response = api.post(f"/api/v1/sources/{site_source.id}/documents/{page.id}/index-anyway")
+    assert response.status_code == 202 and response.json()["keep_short"] is True
+
+
 def test_a_page_of_another_source_is_not_found(api, agent, site_source):
     with workspace_scope(agent.workspace_id):
         other = Source.objects.create(agent=agent, kind="url", title="x", config={"url": "http://x.test/"})
