@@ -23,6 +23,9 @@ from django.utils.safestring import SafeString
 
 from agents.services import workspace_delete
 from ingestion import lifecycle
+from ingestion.failures import SKIP_LABELS, counted_skips, skip_label
+from ingestion.kinds.base import KindError
+from ingestion.kinds.registry import KINDS
 from retrieval.cache import searches_changed
 from sources.models import (
     ACTIVE_STATUSES,
@@ -35,6 +38,7 @@ from sources.models import (
     Source,
     Workspace,
 )
+from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.usage import RANKABLE, top_workspaces, workspace_usage
 
@@ -212,13 +216,22 @@ class SourceAdmin(ShownInSearchAdmin, UnscopedAdmin):
         "workspace",
         "status",
         "pages_done",
+        "pages_skipped",
         "pages_failed",
         "pages_total",
         "updated_at",
     ]
     list_filter = ["workspace", "kind", "status"]
     search_fields = ["title", "config__url", "documents__url"]
-    readonly_fields = ["error", "error_detail", "notice", "created_at", "updated_at", "indexed_at"]
+    readonly_fields = [
+        "error",
+        "error_detail",
+        "notice",
+        "skipped_by_reason",
+        "created_at",
+        "updated_at",
+        "indexed_at",
+    ]
     raw_id_fields = ["agent"]
     actions = [reindex, recrawl, cancel, delete_everywhere]
 
@@ -227,6 +240,10 @@ class SourceAdmin(ShownInSearchAdmin, UnscopedAdmin):
         # The built-in bulk delete would skip the vector store and the files.
         actions.pop("delete_selected", None)
         return actions
+
+    @admin.display(description="Skipped pages by reason")
+    def skipped_by_reason(self, obj: Source) -> str:
+        return counted_skips(obj.pages_skipped_by_reason or {}) or "-"
 
     def delete_model(self, request: HttpRequest, obj: Source) -> None:
         lifecycle.source_delete(source=obj)
@@ -252,13 +269,81 @@ class SourceAdmin(ShownInSearchAdmin, UnscopedAdmin):
         return TemplateResponse(request, "admin/sources/stuck.html", context)
 
 
+class SourceKindFilter(admin.SimpleListFilter):
+    """A page's source kind, from the registry: Django's own filter for `source__kind` reads the values
+    through the scoped manager, which refuses outside a workspace (the document list answered 500)."""
+
+    title = "source kind"
+    parameter_name = "source__kind"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [(name, name) for name in sorted(KINDS)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(source__kind=self.value()) if self.value() else queryset
+
+
+class SkipReasonFilter(admin.SimpleListFilter):
+    """Why a skipped page was left out, in words (the reasons are fixed: no query for the values)."""
+
+    title = "skipped as"
+    parameter_name = "skip_reason"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [(reason, one) for reason, (one, _many) in SKIP_LABELS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(skip_reason=self.value()) if self.value() else queryset
+
+
+@admin.action(description="Index anyway (skipped pages: fetched again and kept, on every sync after too)")
+def index_anyway(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    queued, refused = 0, []
+    for document in queryset.order_by("id"):
+        try:
+            lifecycle.index_anyway(document=document)
+            queued += 1
+        except KindError as exc:
+            refused.append(f"{document.url}: {' '.join(m for ms in exc.errors.values() for m in ms)}")
+        except QuotaExceeded as exc:
+            refused.append(f"{document.url}: {exc.message}")
+    modeladmin.message_user(request, f"Indexing {queued} of {queryset.count()} pages anyway.")
+    for reason in refused[:20]:
+        modeladmin.message_user(request, reason, messages.WARNING)
+
+
 @admin.register(Document)
 class DocumentAdmin(ShownInSearchAdmin, UnscopedAdmin):
-    list_display = ["title", "url", "workspace", "status", "updated_at"]
-    list_filter = ["workspace", "status", "source__kind"]
+    """Skipped pages (left out on purpose) show why and how much text they had, apart from failed ones."""
+
+    list_display = [
+        "title",
+        "url",
+        "workspace",
+        "status",
+        "skipped_as",
+        "skipped_chars",
+        "keep_short",
+        "updated_at",
+    ]
+    list_filter = ["workspace", "status", SkipReasonFilter, "keep_short", SourceKindFilter]
     search_fields = ["url", "title"]
-    readonly_fields = ["error", "error_detail", "content_hash", "etag", "last_modified", "fetched_at"]
+    readonly_fields = [
+        "error",
+        "error_detail",
+        "skip_reason",
+        "skipped_chars",
+        "content_hash",
+        "etag",
+        "last_modified",
+        "fetched_at",
+    ]
     raw_id_fields = ["source"]
+    actions = [index_anyway]
+
+    @admin.display(description="Skipped as", ordering="skip_reason")
+    def skipped_as(self, obj: Document) -> str:
+        return skip_label(obj.skip_reason) if obj.skip_reason else ""
 
 
 @admin.register(Chunk)

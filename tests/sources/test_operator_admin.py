@@ -224,3 +224,51 @@ def test_a_source_its_page_and_a_chunk_open_for_editing_in_their_own_workspace(
     response = operator.post(f"/admin/sources/source/{source.id}/change/", {**data, "agent": other_agent.id})
     assert response.status_code == 200 and "agent" in response.context["adminform"].form.errors
     assert Source.unscoped.get(id=source.id).agent_id == agent.id
+
+
+def test_skipped_pages_show_apart_from_failed_ones_with_their_reason_and_size(
+    operator, workspace, agent, django_capture_on_commit_callbacks
+):
+    """Nothing is dropped without the operator seeing it: a source's skipped count and reasons, each
+    skipped page's reason in words and the size of its text, a filter by reason, and "Index anyway"."""
+    from tests.factories import make_skipped_site, skipped_page
+
+    source = make_skipped_site(
+        workspace, agent, title="Docs site", config={"url": "http://docs.test/"}, short_chars=17, detail=False
+    )
+    listing = operator.get("/admin/sources/source/").context["cl"]
+    assert "pages_skipped" in listing.list_display
+    page = operator.get("/admin/sources/source/").content.decode()
+    assert '<td class="field-pages_skipped">3</td>' in page
+    page = operator.get(f"/admin/sources/source/{source.id}/change/").content.decode()
+    assert "2 too little text, 1 only a list of links" in page
+
+    response = operator.get("/admin/sources/document/?status__exact=skipped")
+    assert sorted(d.url for d in response.context["cl"].result_list) == [
+        f"http://docs.test/short/{i}" for i in range(3)
+    ]
+    page = response.content.decode()
+    assert '<td class="field-skipped_as">too little text</td>' in page
+    assert '<td class="field-skipped_as">only a list of links</td>' in page
+    assert '<td class="field-skipped_chars">900</td>' in page
+    response = operator.get("/admin/sources/document/?skip_reason=link_list")
+    assert [d.url for d in response.context["cl"].result_list] == ["http://docs.test/short/2"]
+    page = response.content.decode()
+    assert "?skip_reason=search_page" in page  # every reason is offered, in words
+    link_list = skipped_page(source, 2)
+    page = operator.get(f"/admin/sources/document/{link_list.id}/change/").content.decode()
+    assert "link_list" in page and "900" in page
+
+    done = Document.unscoped.get(source_id=source.id, url="http://docs.test/ok/0")
+    with django_capture_on_commit_callbacks() as queued:
+        response = operator.post(
+            "/admin/sources/document/",
+            {"action": "index_anyway", "_selected_action": [str(link_list.id), str(done.id)]},
+            follow=True,
+        )
+    page = response.content.decode()
+    assert "Indexing 1 of 2 pages anyway." in page and "Only a skipped page can be indexed anyway" in page
+    assert len(queued) == 1
+    link_list = skipped_page(source, 2)
+    assert (link_list.status, link_list.keep_short) == ("pending", True)
+    assert Document.unscoped.get(id=done.id).status == "done"
