@@ -6,6 +6,7 @@ from sources.web.views import access as access_views
 from sources.web.views import agents as agent_views
 from sources.web.views import integrations as integration_views
 from sources.web.views import invitations as invitation_views
+from sources.web.views import pages as page_views
 from sources.web.views import settings as settings_views
 from sources.web.views import sources as views
 
@@ -104,7 +105,8 @@ urlpatterns = [
         views.source_chunk_preview,
         name="app-source-chunk-preview",
     ),
-    path("app/sources/<int:source_id>/failed", views.source_failed_pages, name="app-source-failed"),
+    path("app/sources/<int:source_id>/failed", page_views.source_failed_pages, name="app-source-failed"),
+    path("app/sources/<int:source_id>/skipped", page_views.source_skipped_pages, name="app-source-skipped"),
     path(
         "app/sources/<int:source_id>/retry-failed", views.source_retry_failed, name="app-source-retry-failed"
     ),

@@ -13,6 +13,7 @@ from django.utils.timesince import timesince, timeuntil
 
 from agents.models import Agent
 from ingestion.kinds.registry import addable_kinds, get_kind
+from ingestion.lifecycle import EMPTY_SEARCH_PAGE
 from sources.models import ACTIVE_STATUSES, Schedule, Source, Status
 from sources.tenancy import workspace_scope
 
@@ -211,6 +212,10 @@ def skipped_pages(source: Source, *, limit: int = 500) -> list[dict[str, Any]]:
                 "error_detail": d.error_detail,
                 "chars": d.skipped_chars,
                 "keep_short": d.keep_short,
+                # A search page with no text of its own has nothing to index (lifecycle.index_anyway refuses).
+                "nothing_to_index": EMPTY_SEARCH_PAGE
+                if d.skip_reason == "search_page" and not d.skipped_chars
+                else "",
             }
             for d in documents
         ]

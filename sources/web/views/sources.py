@@ -387,51 +387,6 @@ def text_chunk_preview(request: HttpRequest, agent: Agent, membership: Membershi
         return errors_response(exc.errors)
 
 
-@require_http_methods(["GET", "POST"])
-@for_source
-def source_failed_pages(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
-    """GET: the pages that failed, each with its reason, a link to it, and one button to retry them all; and
-    the pages skipped on purpose, each with its reason and the size of its text. POST (owners and admins):
-    "Index anyway" for one skipped page (`document`), which is fetched again and kept."""
-    if request.method == "POST":
-        return _index_anyway(request, source, membership)
-    context = layout(
-        request,
-        membership,
-        agent=source.agent,
-        tab="sources",
-        row=presenters.source_row(source),
-        failed=presenters.failed_pages(source),
-        skipped=presenters.skipped_pages(source),
-    )
-    return render(request, "app/source_failed.html", context)
-
-
-@manager_required
-def _index_anyway(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
-    document_id = str(body_of(request).get("document", ""))
-    with workspace_scope(source.workspace_id):
-        document = source.documents.filter(id=int(document_id)).first() if document_id.isdigit() else None
-    try:
-        if document is None:
-            raise KindError({"document": ["No such page in this source."]})
-        lifecycle.index_anyway(document=document)
-    except KindError as exc:
-        if wants_json(request):
-            return errors_response(exc.errors)
-        messages.error(request, " ".join(m for ms in exc.errors.values() for m in ms))
-        return redirect("app-source-failed", source_id=source.id)
-    except QuotaExceeded as exc:
-        if wants_json(request):
-            return quota_refused(exc)
-        messages.error(request, exc.message)
-        return redirect("app-source-failed", source_id=source.id)
-    if wants_json(request):
-        return JsonResponse({"id": document.id, "source": source.id}, status=202)
-    messages.success(request, f"{document.url}: it is being fetched again and indexed however short it is.")
-    return redirect("app-source-failed", source_id=source.id)
-
-
 @require_POST
 @for_source
 @manager_required
