@@ -15,6 +15,9 @@ import pytest
 
 from tests.factories import ROOT, make_member
 
+# One fake Notion per session, shared by the integration tests and the lanes benchmark.
+pytest_plugins = ["tests.fakes.fixtures"]
+
 
 @pytest.fixture
 def workspace(db):

@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -40,7 +39,6 @@ from sources.tenancy import workspace_scope
 from tests.bench.generated_site import generate
 from tests.bench.test_pipeline_bench import _sitemap, _workers
 from tests.fakes.notion_server import FakeNotion, block
-from tests.fakes.provider_http import provider_server
 from tests.ingestion.crawl.servers import Reply, serving
 
 pytestmark = [pytest.mark.bench, pytest.mark.django_db(transaction=True)]
@@ -66,13 +64,12 @@ CHAPTER = [
 
 
 @contextmanager
-def _fake_notion(pages: int) -> Iterator[tuple[FakeNotion, str]]:
-    """The fake Notion on the port the test settings give this run (its workers read the same), holding a
-    handbook page with `pages` - 1 chapters under it; yields the fake and the handbook's id."""
-    fake = FakeNotion()
+def _fake_notion(fake: FakeNotion, pages: int) -> Iterator[tuple[FakeNotion, str]]:
+    """The session's fake Notion (on the port the test settings give this run, which its workers read),
+    holding a handbook page with `pages` - 1 chapters under it; yields the fake and the handbook's id."""
+    fake.reset()
     fake.page_size = 25
-    with provider_server(fake.route, port=urlsplit(settings.NOTION_API_BASE_URL).port or 0) as base_url:
-        fake.base_url = base_url
+    try:
         handbook = fake.add_page("Kettle handbook", [block("paragraph", CHAPTER[0])])
         for i in range(pages - 1):
             blocks = [block("heading_2", f"Chapter {i}")]
@@ -81,6 +78,9 @@ def _fake_notion(pages: int) -> Iterator[tuple[FakeNotion, str]]:
             ]
             fake.add_page(f"Chapter {i}", blocks, parent=handbook)
         yield fake, handbook
+    finally:
+        del fake.page_size  # back to the class's default for the next test
+        fake.reset()
 
 
 def _statuses(ids: list[int]) -> list[str]:
@@ -135,7 +135,7 @@ def _a_progress(ids: list[int]) -> list[dict]:
 
 
 def test_b_small_sources_in_batches_beside_a_big_crawl_and_a_big_notion_sync(
-    workspace, agent, owner, other_workspace, other_agent
+    workspace, agent, owner, other_workspace, other_agent, _notion_server
 ):
     original = settings.INGESTION_SMALL_SOURCE_PAGES
     settings.INGESTION_SMALL_SOURCE_PAGES = SMALL_PAGES
@@ -145,7 +145,7 @@ def test_b_small_sources_in_batches_beside_a_big_crawl_and_a_big_notion_sync(
         with (
             tempfile.TemporaryDirectory() as folder,
             serving(root=Path(folder)) as server,
-            _fake_notion(NOTION_PAGES) as (fake, handbook),
+            _fake_notion(_notion_server, NOTION_PAGES) as (fake, handbook),
             _workers("lanes", env),
         ):
             names = generate(Path(folder), count=SITE_PAGES)

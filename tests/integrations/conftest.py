@@ -4,39 +4,12 @@ same settings), and connections made with tokens the fakes issued."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
-from urllib.parse import urlsplit
 
 import pytest
 
+from tests.fakes.fixtures import serving
 from tests.fakes.google_server import FakeGoogle
 from tests.fakes.notion_server import FakeNotion
-from tests.fakes.provider_http import provider_server
-
-
-def _port(url: str) -> int:
-    return urlsplit(url).port or 0
-
-
-@contextmanager
-def _serving(route, url: str) -> Iterator[str]:
-    try:
-        with provider_server(route, port=_port(url)) as base_url:
-            yield base_url
-    except OSError as exc:
-        pytest.fail(
-            f"the fake provider cannot listen on {url} ({exc}); run again (another run id, another port)"
-        )
-
-
-@pytest.fixture(scope="session")
-def _notion_server() -> Iterator[FakeNotion]:
-    from django.conf import settings
-
-    fake = FakeNotion()
-    with _serving(fake.route, settings.NOTION_API_BASE_URL) as base_url:
-        fake.base_url = base_url
-        yield fake
 
 
 @pytest.fixture
@@ -67,7 +40,7 @@ def _google_server() -> Iterator[FakeGoogle]:
     from django.conf import settings
 
     fake = FakeGoogle()
-    with _serving(fake.route, settings.GOOGLE_API_BASE_URL) as base_url:
+    with serving(fake.route, settings.GOOGLE_API_BASE_URL) as base_url:
         fake.base_url = base_url
         yield fake
 
