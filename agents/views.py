@@ -14,7 +14,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
-from agents import services
+from agents import services, turn
 from agents.api.views import event_stream_response
 from agents.models import Conversation
 from config.streaming import served_async
@@ -54,7 +54,7 @@ def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
     else:
         conversation = services.start_conversation(agent=agent, visitor_id=visitor_id)
     with workspace_scope(agent.workspace_id):
-        events = services.run_turn(
+        events = turn.run_turn(
             agent=agent,
             conversation=conversation,
             user_text=message,

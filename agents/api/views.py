@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from agents import services
 from agents.api import auth
 from agents.models import Agent, Conversation, Message
+from agents.turn import run_turn
 from agents.visitor import Visitor
 from config.streaming import served_async, stream_async
 from sources.api.errors import error_body
@@ -194,7 +195,7 @@ class AgentPublicView(APIView):
         existing = self.conversation(conversation_id) if conversation_id else None  # a 404 costs nothing
         services.admit_chat_message(agent=self.agent)  # 402 when the plan's messages are used up
         conversation = existing or self.conversation(None)
-        return services.run_turn(
+        return run_turn(
             agent=self.agent,
             conversation=conversation,
             user_text=body.validated_data["message"],

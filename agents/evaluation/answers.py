@@ -27,7 +27,8 @@ from lxml import html as lxml_html
 from agents.answer import ExtractiveAnswer
 from agents.models import Agent, Conversation, Message
 from agents.prompts import NumberedPassage
-from agents.services import run_turn, start_conversation
+from agents.services import start_conversation
+from agents.turn import run_turn
 from config.backends import embedders
 from ingestion import chunking as chunking_module
 from ingestion.crawl import extract as extract_module

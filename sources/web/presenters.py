@@ -328,9 +328,9 @@ class RetrievalTest:
 
 def retrieval_test(*, agent: Agent, query: str) -> RetrievalTest:
     """The passages the agent would get for a question from a public visitor, and whether the scope gate
-    would let the question through (the chat's own search settings, from agents.services)."""
+    would let the question through (the chat's own search settings, from agents.configuration)."""
+    from agents.configuration import agent_search_params
     from agents.gate import is_backed
-    from agents.services import agent_search_params
     from retrieval.services import search_passages
 
     params = agent_search_params(agent, audiences=[])

@@ -5,7 +5,7 @@ import pytest
 from django.test import override_settings
 
 from agents.models import Conversation, Message
-from agents.services import VISITOR_ERROR
+from agents.turn import VISITOR_ERROR
 from agents.visitor import sign
 from sources.tenancy import workspace_scope
 from tests.agents.conftest import ORIGIN, chat, events

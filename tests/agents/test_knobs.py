@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.test import override_settings
 
+from agents.configuration import SCOPE_RULES_HEADING, agent_search_params
 from agents.forms import AgentSettingsForm
-from agents.services import SCOPE_RULES_HEADING, agent_search_params
 from retrieval.services import search_passages
 from sources.tenancy import workspace_scope
 from tests.agents.conftest import chat

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 
 from agents.models import Agent, Message
-from agents.services import VISITOR_ERROR
+from agents.turn import VISITOR_ERROR
 from sources.tenancy import workspace_scope
 from tests.agents.conftest import chat, events
 from tests.ingestion.crawl.servers import guard_connections, tcp_attempts

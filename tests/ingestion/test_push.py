@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from agents.services import agent_search_params
+from agents.configuration import agent_search_params
 from ingestion import tasks
 from ingestion.push import documents as push
 from retrieval.services import SearchParams, search_passages

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.services import agent_search_params
+from agents.configuration import agent_search_params
 from retrieval import sentences
 from retrieval.services import SearchParams, search_passages
 from sources.tenancy import workspace_scope
