@@ -148,27 +148,3 @@ def embedding_changed(*, agent: Agent) -> int:
             queued += bool(source_reindex(source=source))
     semantic_cache.invalidate(workspace_id=agent.workspace_id, agent_id=agent.id)
     return queued
-
-
-def check_agent_embedder(agent: Agent) -> list:
-    """The doctor's check of an agent's own embedder: one call, with what to do when it fails."""
-    from agents.doctor import ERROR, Finding
-
-    embedder = embedder_for_agent(agent.id)
-    if embedder is None:
-        return []
-    try:
-        embedder.embed_query("doctor")
-    except EmbeddingError as exc:
-        return [
-            Finding(
-                "embedder",
-                ERROR,
-                f"This agent's embedding provider does not work: {exc.message}",
-                "Fix the model base URL, key or embedding model in its settings, or switch its embeddings "
-                "back to the deployment's embedder; its sources cannot be indexed or searched by meaning "
-                "until then.",
-                exc.detail,
-            )
-        ]
-    return []

@@ -1,160 +1,25 @@
-"""The doctor: why an agent answers badly, in findings a person can act on.
-
-Each check is a small function returning findings (severity, what is wrong, what to do); no finding means the
-check passed. Deployment checks (embedder, vector store, PostgreSQL, Redis, broker, workers) reuse the
-readiness checks of config/health.py, so /readyz and the doctor never disagree. Agent checks read the agent's
-own settings and sources and must run inside its workspace's scope (diagnose() opens it).
-"""
+"""The doctor's checks of one agent: its model, its own embedder, its sources and their passages, its scope
+gate and the sites that may embed it. They read the agent's settings and sources, so they run inside its
+workspace's scope (diagnose() opens it)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
-from typing import Any
 
 from django.utils import timezone
 
-from agents.embedding import check_agent_embedder
+from agents.doctor.findings import ERROR, WARNING, Finding
+from agents.embedding import embedder_for_agent
 from agents.models import Agent
-from config import health
 from config.outbound import OutboundClient, OutboundError
+from retrieval.embedders.base import EmbeddingError
 from sources.models import Chunk, Schedule, Source, Status
-from sources.tenancy import workspace_scope
 
-ERROR, WARNING, INFO = "error", "warning", "info"
-SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 #: A scheduled sync this late has not merely waited for the next beat: the beat or the workers are missing.
 SYNC_GRACE = timedelta(hours=1)
 MAX_LISTED = 5  # sources named in one finding; the rest are counted
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    severity: str
-    problem: str
-    action: str
-    detail: str = ""
-
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-
-# --- the deployment ------------------------------------------------------------------------------------
-
-#: What to do when a readiness check fails, by config.health's check name.
-SERVICE_ACTIONS = {
-    "database": "Check that PostgreSQL runs, DATABASE_URL points at it, and `manage.py migrate` has run.",
-    "redis": "Check that Redis runs and REDIS_URL points at it (caches and rate limits live there).",
-    "broker": "Check that the Celery broker runs and CELERY_BROKER_URL points at it; nothing is indexed "
-    "without it.",
-    "vector_store": "Check that the vector store runs and VECTOR_STORES points at it; searches find nothing "
-    "without it.",
-    "workers": "Start a Celery worker for every queue (`celery -A config worker -Q crawl,index`); sources "
-    "stay pending until one runs.",
-}
-SERVICE_NAMES = {
-    "database": "PostgreSQL",
-    "redis": "Redis",
-    "broker": "The Celery broker",
-    "vector_store": "The vector store",
-    "workers": "The workers",
-}
-
-
-#: Errors that mean "nothing answered" (config.health names each by its exception class).
-UNREACHABLE = ("ConnectionError", "OperationalError", "TimeoutError", "no answer in time")
-
-
-def check_services() -> list[Finding]:
-    report = health.readiness()
-    findings = []
-    for name in report["failed"]:
-        error = report["checks"][name].get("error", "")
-        label = SERVICE_NAMES.get(name, name)
-        kind, _, message = error.partition(": ")
-        action = SERVICE_ACTIONS.get(name, "")
-        if name == "workers":  # the check's own words name the queues, or say nothing answered in time
-            problem = f"{label} do not answer on every queue: {message or kind}."
-            action = action.replace("crawl,index", ",".join(health.required_queues()))
-        elif kind == "CheckFailed":  # it answered, but not as it should (e.g. migrations pending)
-            problem = f"{label} answers, but: {message}."
-        elif kind.startswith(UNREACHABLE):
-            problem = f"{label} does not answer."
-        else:  # the error's text may name addresses: it stays in the detail
-            problem = f"{label} failed ({kind})."
-        findings.append(Finding(name, ERROR, problem, action, error))
-    return findings
-
-
-def index_dimensions() -> int | None:
-    """The vector size the configured store holds, when it can say (None: not created yet, or unknown)."""
-    from config.backends import vector_stores
-    from retrieval.stores.pgvector import PgVectorStore
-    from retrieval.stores.qdrant import QdrantStore
-    from sources.models import EMBEDDING_DIMENSIONS
-
-    store = vector_stores["default"]
-    if isinstance(store, PgVectorStore):
-        return EMBEDDING_DIMENSIONS  # the column's type, fixed by the migration
-    if isinstance(store, QdrantStore):
-        # The store learns its collection's size when it opens it; this asks without creating one.
-        return store._dimensions if store._ensure_collection(None) else None
-    return None
-
-
-def check_embedder() -> list[Finding]:
-    from config.backends import embedders
-
-    try:
-        embedder = embedders["default"]
-        vector = embedder.embed_query("doctor")
-    except Exception as exc:
-        message = getattr(exc, "message", "") or health._describe(exc)
-        return [
-            Finding(
-                "embedder",
-                ERROR,
-                f"The embedder does not work: {message}",
-                "Check EMBEDDERS (backend, base URL, API key, model, dimensions); nothing can be indexed "
-                "or searched until it works.",
-                getattr(exc, "detail", "") or health._describe(exc),
-            )
-        ]
-    made = int(vector.shape[-1])
-    if made != embedder.dimensions:
-        return [
-            Finding(
-                "embedder",
-                ERROR,
-                f"The embedder makes {made}-dimensional vectors but is configured for {embedder.dimensions}.",
-                "Set the embedder's dimensions to what its model makes (EMBEDDER_DIMENSIONS).",
-            )
-        ]
-    try:
-        held = index_dimensions()
-    except Exception as exc:
-        return [
-            Finding(
-                "embedder", WARNING, "The vector index's size could not be read.", "", health._describe(exc)
-            )
-        ]
-    if held is not None and held != made:
-        return [
-            Finding(
-                "embedder",
-                ERROR,
-                f"The embedder makes {made}-dimensional vectors but the index holds {held}.",
-                "Go back to the embedding model the index was built with, or migrate the index to the new "
-                "size and run `manage.py reindex`.",
-            )
-        ]
-    return []
-
-
-# --- the agent -----------------------------------------------------------------------------------------
 
 
 def _model_error(status: int, body: str) -> tuple[str, str]:
@@ -382,48 +247,23 @@ def check_origins(agent: Agent) -> list[Finding]:
     ]
 
 
-DEPLOYMENT_CHECKS: tuple[Callable[[], list[Finding]], ...] = (check_embedder, check_services)
-AGENT_CHECKS: tuple[Callable[[Agent], list[Finding]], ...] = (
-    check_model,
-    check_agent_embedder,
-    check_sources,
-    check_embeddings,
-    check_knowledge,
-    check_gate,
-    check_origins,
-)
-
-
-def _guarded(name: str, run: Callable[[], list[Finding]]) -> list[Finding]:
-    # A check that breaks is itself a finding; it must not hide the others.
+def check_agent_embedder(agent: Agent) -> list[Finding]:
+    """An agent's own embedder (agents/embedding.py): one call, with what to do when it fails."""
+    embedder = embedder_for_agent(agent.id)
+    if embedder is None:
+        return []
     try:
-        return run()
-    except Exception as exc:
-        return [Finding(name, ERROR, f"The {name} check could not run.", "", health._describe(exc))]
-
-
-def diagnose(
-    *, agent: Agent | None = None, deployment: bool = True, operator: bool = False
-) -> dict[str, Any]:
-    """{"status": "ok"|"warning"|"error", "checks": [...], "findings": [...]}, worst findings first.
-
-    Deployment findings are shared by every workspace; their raw errors (hosts, ports, settings) are for
-    the operator (`operator=True`, the management command), so workspace members get the problem and the
-    action without them."""
-    findings: list[Finding] = []
-    checks: list[str] = []
-    if deployment:
-        for check in DEPLOYMENT_CHECKS:
-            name = check.__name__.removeprefix("check_")
-            checks.append(name)
-            found = _guarded(name, check)
-            findings += found if operator else [replace(f, detail="") for f in found]
-    if agent is not None:
-        with workspace_scope(agent.workspace_id):
-            for agent_check in AGENT_CHECKS:
-                name = agent_check.__name__.removeprefix("check_")
-                checks.append(name)
-                findings += _guarded(name, lambda c=agent_check: c(agent))
-    findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
-    status = findings[0].severity if findings and findings[0].severity != INFO else "ok"
-    return {"status": status, "checks": checks, "findings": [f.as_dict() for f in findings]}
+        embedder.embed_query("doctor")
+    except EmbeddingError as exc:
+        return [
+            Finding(
+                "embedder",
+                ERROR,
+                f"This agent's embedding provider does not work: {exc.message}",
+                "Fix the model base URL, key or embedding model in its settings, or switch its embeddings "
+                "back to the deployment's embedder; its sources cannot be indexed or searched by meaning "
+                "until then.",
+                exc.detail,
+            )
+        ]
+    return []
