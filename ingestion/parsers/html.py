@@ -30,11 +30,28 @@ def _read(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def _title(data: bytes) -> str:
+def metadata_title(data: str | bytes) -> str:
+    """trafilatura's guess at the title (og:title, <title>, a lone <h1>); "" when it finds none."""
     import trafilatura
 
     metadata = trafilatura.extract_metadata(data)
     return (metadata.title or "").strip() if metadata is not None else ""
+
+
+def main_content_markdown(html: str | bytes) -> str | None:
+    """The page's main content as Markdown, as trafilatura keeps it for crawled pages and pushed HTML alike:
+    tables kept, comments, images and links dropped, recall favoured over precision."""
+    import trafilatura
+
+    return trafilatura.extract(
+        html,
+        output_format="markdown",
+        include_tables=True,
+        include_comments=False,
+        include_images=False,
+        include_links=False,
+        favor_recall=True,
+    )
 
 
 class HtmlParser(Parser):
@@ -44,22 +61,12 @@ class HtmlParser(Parser):
         return 100 if sniffed_type == HTML else 0
 
     def parse(self, path: Path, filename: str, options: ParseOptions) -> list[Segment]:
-        import trafilatura
-
         data = _read(path)
-        text = trafilatura.extract(
-            data,
-            output_format="markdown",
-            include_tables=True,
-            include_comments=False,
-            include_images=False,
-            include_links=False,
-            favor_recall=True,
-        )
+        text = main_content_markdown(data)
         if not text or not text.strip():
             return []
         segments = split_markdown(text)
-        title = _title(data)
+        title = metadata_title(data)
         if segments and not segments[0].title and title:
             segments[0].title = title
         return segments
@@ -91,7 +98,7 @@ class HtmlTextParser(Parser):
         lines = [line.rstrip() for line in cleaned.text_content().split("\n")]
         text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
         segments = split_markdown(text)
-        title = _title(data)
+        title = metadata_title(data)
         if segments and not segments[0].title and title:
             segments[0].title = title
         return segments

@@ -17,6 +17,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ingestion.kinds.base import KindError
+from ingestion.parsers.html import main_content_markdown, metadata_title
 from retrieval.stores.base import FILTER_KEY
 
 # Keys every chunk's metadata gets from us (ingestion.indexing._build_chunks): a document may not set them.
@@ -209,22 +210,12 @@ def html_to_text(html: str) -> tuple[str, str]:
     The title is the document's <title> (README); trafilatura's guess (og:title, a lone <h1>) only when it
     has none."""
     import lxml.html
-    import trafilatura
     from lxml_html_clean import Cleaner
 
     title = html_title(html)
-    text = trafilatura.extract(
-        html,
-        output_format="markdown",
-        include_tables=True,
-        include_comments=False,
-        include_images=False,
-        include_links=False,
-        favor_recall=True,
-    )
+    text = main_content_markdown(html)
     if not title:
-        metadata = trafilatura.extract_metadata(html)
-        title = (metadata.title or "").strip() if metadata is not None else ""
+        title = metadata_title(html)
     if not text or not text.strip():
         try:
             tree = Cleaner(scripts=True, javascript=True, style=True, comments=True).clean_html(

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django import forms
 from django.conf import settings
 
-from agents.forms import AgentSettingsForm
 from agents.models import Agent
 from checked_http.errors import FetchError
 from ingestion import chunk_settings, labels, lifecycle
@@ -215,39 +213,3 @@ def discover_pages(domain: str) -> list[dict[str, Any]]:
     except FetchError as exc:
         raise KindError({"domain": [exc.message]}) from exc
     return [{"url": p.url, "title": p.title or "", "found_by": p.found_by} for p in pages]
-
-
-class AgentSettingsPageForm(AgentSettingsForm):
-    """The settings page's form: the agent's settings plus what only this page sets (the widget's look
-    and auto sources), kept here so agents/forms.py stays the agent's own rules."""
-
-    class Meta(AgentSettingsForm.Meta):
-        fields = [
-            *AgentSettingsForm.Meta.fields,
-            "auto_sources",
-            "widget_accent_color",
-            "widget_position",
-            "widget_greeting",
-            "widget_launcher_label",
-        ]
-        labels = {**AgentSettingsForm.Meta.labels, "auto_sources": "Add pages visitors open the widget on"}
-        help_texts = {"auto_sources": ""}  # the page explains it with the hourly budget
-        widgets = {
-            **AgentSettingsForm.Meta.widgets,
-            "widget_accent_color": forms.TextInput(attrs={"type": "color", "data-theme": "accent"}),
-            "widget_position": forms.Select(attrs={"data-theme": "position"}),
-            "widget_greeting": forms.TextInput(attrs={"data-theme": "greeting"}),
-            "widget_launcher_label": forms.TextInput(attrs={"data-theme": "label"}),
-        }
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # A post without them (an older page still open in a tab) keeps the saved look.
-        for name in ("widget_accent_color", "widget_position"):
-            self.fields[name].required = False
-
-    def clean_widget_accent_color(self) -> str:
-        return self.cleaned_data["widget_accent_color"] or self.instance.widget_accent_color
-
-    def clean_widget_position(self) -> str:
-        return self.cleaned_data["widget_position"] or self.instance.widget_position
