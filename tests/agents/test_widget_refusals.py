@@ -4,7 +4,6 @@ answer without them), and the OpenAPI schema documents both (issue #56). Other s
 get no CORS headers."""
 
 import json
-import socket
 
 import pytest
 from django.test import override_settings
@@ -75,7 +74,7 @@ def test_on_the_images_server_the_413_is_readable_by_the_page_and_the_body_read_
     from django.conf import settings
 
     from tests.config.test_body_limits import database_url
-    from tests.config.web_server import web_server
+    from tests.config.web_server import send_whole, web_server
 
     body = padded(OVER_EVERY_API_LIMIT)
     with web_server(
@@ -83,46 +82,8 @@ def test_on_the_images_server_the_413_is_readable_by_the_page_and_the_body_read_
     ) as server:
         for path in ("chat", "widget/init"):
             status, headers, answer = send_whole(
-                server.url, f"/api/v1/agents/{agent.public_key}/{path}", body, Origin=ORIGIN
+                server.url, "POST", f"/api/v1/agents/{agent.public_key}/{path}", body, Origin=ORIGIN
             )
             assert status == 413, (path, answer[:300])
             assert headers.get("access-control-allow-origin") == ORIGIN, (path, headers)
             assert json.loads(answer)["error"]["limit"] == settings.WIDGET_MAX_REQUEST_BYTES
-
-
-def send_whole(base_url: str, path: str, body: bytes, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    """POST the body to its last byte (a server that answered before reading it would break the pipe),
-    then read the answer: status, headers (lower-cased names) and body."""
-    from urllib.parse import urlsplit
-
-    address = urlsplit(base_url)
-    lines = [
-        f"POST {path} HTTP/1.1",
-        "Host: localhost",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-        "Connection: close",
-        *(f"{name}: {value}" for name, value in headers.items()),
-    ]
-    with socket.create_connection((address.hostname, address.port), timeout=60) as connection:
-        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        answer = b""
-        while chunk := connection.recv(65536):
-            answer += chunk
-    head, _, content = answer.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parsed = {k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in header_lines)}
-    if parsed.get("transfer-encoding") == "chunked":
-        content = dechunk(content)
-    return int(status_line.split(" ", 2)[1]), parsed, content
-
-
-def dechunk(data: bytes) -> bytes:
-    out = b""
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out, data = out + data[:size], data[size + 2 :]
-    return out

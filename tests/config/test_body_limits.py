@@ -4,14 +4,11 @@ answer instead of a broken pipe. And Django's own ceiling never undercuts a limi
 
 from __future__ import annotations
 
-import socket
-from urllib.parse import urlsplit
-
 import pytest
 from django.conf import settings
 
 from config.body_limits import body_limit
-from tests.config.web_server import web_server
+from tests.config.web_server import send_whole, web_server
 
 pytestmark = pytest.mark.django_db
 
@@ -21,37 +18,16 @@ def database_url() -> str:
     return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
-def send_whole(base_url: str, method: str, path: str, body: bytes, **headers: str) -> tuple[int, bytes]:
-    """Send the request to its last byte, then read the answer. A server that answers and closes before it
-    has read the body makes sendall fail (EPIPE / ECONNRESET) once the socket buffers are full."""
-    address = urlsplit(base_url)
-    lines = [
-        f"{method} {path} HTTP/1.1",
-        "Host: localhost",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-        "Connection: close",
-        *(f"{name.replace('_', '-')}: {value}" for name, value in headers.items()),
-    ]
-    with socket.create_connection((address.hostname, address.port), timeout=60) as connection:
-        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        answer = b""
-        while chunk := connection.recv(65536):
-            answer += chunk
-    status = int(answer.split(b" ", 2)[1])
-    return status, answer.split(b"\r\n\r\n", 1)[1]
-
-
 def test_over_limit_and_refused_bodies_are_read_before_the_answer():
     body = b'{"text": "' + b"x" * 20_000_000 + b'"}'  # far more than the sockets buffer
     with web_server(
         test_run_id=settings.TEST_RUN_ID, database_url=database_url(), WEB_CONCURRENCY="1"
     ) as server:
         # Over API_MAX_REQUEST_BYTES (2.5 MB): 413, after the whole body was read.
-        status, answer = send_whole(server.url, "PATCH", "/api/v1/workspace", body)
+        status, _, answer = send_whole(server.url, "PATCH", "/api/v1/workspace", body)
         assert status == 413 and b'"too_large"' in answer and b"API_MAX_REQUEST_BYTES" in answer
         # Within the documents API's 32 MB, but no valid key: refused before the view reads the body.
-        status, answer = send_whole(
+        status, _, answer = send_whole(
             server.url, "PUT", "/api/v1/agents/1/documents/a", body, Authorization="Bearer gk_nope"
         )
         assert status == 401 and b'"authentication_failed"' in answer

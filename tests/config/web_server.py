@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -218,3 +219,42 @@ async def many_streams(url: str, count: int, *, origin: str, addresses: list[str
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def send_whole(
+    base_url: str, method: str, path: str, body: bytes, **headers: str
+) -> tuple[int, dict[str, str], bytes]:
+    """Send the request to its last byte, then read the answer: status, headers (lower-cased names) and body.
+    A server that answers and closes before it has read the body makes sendall fail (EPIPE / ECONNRESET)
+    once the socket buffers are full. Header names may be given with underscores for dashes."""
+    address = urlsplit(base_url)
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        "Host: localhost",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+        *(f"{name.replace('_', '-')}: {value}" for name, value in headers.items()),
+    ]
+    with socket.create_connection((address.hostname, address.port), timeout=60) as connection:
+        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, content = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in header_lines)}
+    if parsed.get("transfer-encoding") == "chunked":
+        content = _dechunk(content)
+    return int(status_line.split(" ", 2)[1]), parsed, content
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out, data = out + data[:size], data[size + 2 :]
+    return out
