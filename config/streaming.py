@@ -13,20 +13,27 @@ as the process, so with persistent connections (DATABASE_CONN_MAX_AGE > 0, what 
 keeps its own, checked before each step as Django checks a request's: a connection per step forked a
 PostgreSQL backend each time, which under a burst of 300 chats took the cores that answer them. With
 DATABASE_CONN_MAX_AGE=0 (a pooled connection per request) a step gives its connection back when it ends.
+
+event_stream_response sends a turn's events as Server-Sent Events, for the widget's API and the admin's
+preview alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 from django.conf import settings
 from django.db import connections
+from django.http import StreamingHttpResponse
 
 from config.pool_threads import LazyPool, connection_checked
 
+log = logging.getLogger(__name__)
 _END = object()
 View = TypeVar("View", bound=Callable | type)
 
@@ -80,3 +87,23 @@ async def _stream(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     finally:
         if not finished:  # the client went away mid-stream: end the turn without waiting for it
             pool().submit(context.run, _close, iterator)
+
+
+def sse(events: Iterator[dict]) -> Iterator[bytes]:
+    """Server-Sent Events; an unexpected failure still ends the stream with an error event."""
+    try:
+        for event in events:
+            yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+    except Exception:
+        log.exception("chat stream failed")
+        failure = {"type": "error", "message": "Something went wrong; please try again."}
+        yield f"event: error\ndata: {json.dumps(failure)}\n\n".encode()
+
+
+def event_stream_response(events: Iterator[dict], *, asgi: bool = False) -> StreamingHttpResponse:
+    # Under ASGI an async iterator: the stream waits on the event loop, not in a thread (stream_async above).
+    content = stream_async(sse(events)) if asgi else sse(events)
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # let nginx-style proxies pass events through at once
+    return response

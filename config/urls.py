@@ -30,7 +30,6 @@ urlpatterns = [
     # Browsable documentation of the schema above (Swagger UI to try calls, Redoc to read).
     path("api/v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/redoc", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path("", include("agents.urls")),
     path("", include("sources.urls")),
 ]
 

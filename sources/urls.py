@@ -7,6 +7,7 @@ from sources.web.views import agents as agent_views
 from sources.web.views import integrations as integration_views
 from sources.web.views import invitations as invitation_views
 from sources.web.views import pages as page_views
+from sources.web.views import preview as preview_views
 from sources.web.views import settings as settings_views
 from sources.web.views import sources as views
 
@@ -81,6 +82,11 @@ urlpatterns = [
     path("app/agents/<int:agent_id>/discover", views.discover, name="app-discover"),
     path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),
     path("app/agents/<int:agent_id>/test", agent_views.agent_test, name="app-agent-test"),
+    path(
+        "app/agents/<int:agent_id>/preview/chat/stream",
+        preview_views.preview_chat_stream,
+        name="agent-preview-chat",
+    ),
     path("app/agents/<int:agent_id>/health", agent_views.agent_health, name="app-agent-health"),
     path("app/agents/<int:agent_id>/settings", agent_views.agent_settings, name="app-agent-settings"),
     path("app/agents/<int:agent_id>/delete", agent_views.agent_delete, name="app-agent-delete"),

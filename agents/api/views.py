@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,12 +21,10 @@ from agents.api import auth
 from agents.models import Agent, Conversation, Message
 from agents.turn import run_turn
 from agents.visitor import Visitor
-from config.streaming import served_async, stream_async
+from config.streaming import event_stream_response, served_async
 from sources.api.errors import error_body
 from sources.api.serializers import ErrorSerializer
 from sources.tenancy import activate_workspace, deactivate_workspace
-
-log = logging.getLogger(__name__)
 
 
 class ChatRequestSerializer(serializers.Serializer):
@@ -233,26 +229,6 @@ class ChatView(AgentPublicView):
         if self.visitor.passages:
             answer["searches"] = searches
         return Response(answer)
-
-
-def sse(events: Iterator[dict]) -> Iterator[bytes]:
-    """Server-Sent Events; an unexpected failure still ends the stream with an error event."""
-    try:
-        for event in events:
-            yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-    except Exception:
-        log.exception("chat stream failed")
-        failure = {"type": "error", "message": "Something went wrong; please try again."}
-        yield f"event: error\ndata: {json.dumps(failure)}\n\n".encode()
-
-
-def event_stream_response(events: Iterator[dict], *, asgi: bool = False) -> StreamingHttpResponse:
-    # Under ASGI an async iterator: the stream waits on the event loop, not in a thread (config/streaming.py).
-    content = stream_async(sse(events)) if asgi else sse(events)
-    response = StreamingHttpResponse(content, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # let nginx-style proxies pass events through at once
-    return response
 
 
 @served_async

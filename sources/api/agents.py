@@ -1,11 +1,12 @@
 """Agents over the REST API, by integer id: list, create, read, change settings, delete.
 
-Settings are validated by the settings page's own form (agents.forms.AgentSettingsForm), so the API and the
-page accept and refuse exactly the same values: origins, the model base URL held to the outbound address
-policy (config/outbound.py), the context template's placeholders. The model API key is write-only, as on
-the page (config/secret_forms.py): omitted keeps it, a value replaces it, null removes it; answers only say
-whether one is set. Deleting goes through agents.services.agent_delete, so no source, vector point or file
-is left behind. (The widget's public API, keyed by an agent's public key, is agents/api/views.py.)
+Settings are validated by the settings page's own form (sources.web.agent_forms.AgentSettingsForm), so the
+API and the page accept and refuse exactly the same values: origins, the model base URL held to the outbound
+address policy (config/outbound.py), the context template's placeholders. The model API key is write-only, as
+on the page (config/secret_forms.py): omitted keeps it, a value replaces it, null removes it; answers only
+say whether one is set. Deleting goes through agents.services.agent_delete, so no source, vector point or
+file is left behind. The doctor's report is here too. (The widget's public API, keyed by an agent's public
+key, is agents/api/views.py.)
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import doctor, services
-from agents.forms import AgentSettingsForm, origin_of
 from agents.models import Agent
 from sources.api.base import WorkspaceAPIView
 from sources.api.listing import PAGE_PARAMETERS, NewestFirst, page_of
 from sources.api.serializers import ErrorSerializer
+from sources.web.agent_forms import AgentSettingsForm, origin_of
 
 #: What the settings page sets, in the form's own names (AgentSettingsForm.Meta.fields).
 SETTINGS = tuple(AgentSettingsForm.Meta.fields)

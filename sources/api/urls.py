@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from sources.api import documents, search, usage, views
+from sources.api import agents, documents, search, usage, views
 
 
 class ExternalIdConverter:
@@ -39,7 +39,12 @@ urlpatterns = [
     path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
     path("search", search.SearchView.as_view(), name="search"),
     path("discover", search.DiscoverView.as_view(), name="discover"),
-    # The documents API: agents by id (the widget's API under agents/ is keyed by public key).
+    # Agents by integer id, for API keys and the web UI's session. The widget's API under agents/ is keyed by
+    # public key ("ag_...", agents/api/urls.py), never all digits, always with a suffix: the two never meet.
+    path("agents", agents.AgentListView.as_view(), name="agent-list"),
+    path("agents/<int:agent_id>", agents.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<int:agent_id>/doctor", agents.AgentDoctorView.as_view(), name="agent-doctor"),
+    # The documents API: an agent's documents by the caller's external id.
     path(
         "agents/<int:agent_id>/documents",
         documents.AgentDocumentListView.as_view(),

@@ -1,4 +1,6 @@
-"""The agent's settings form, for the admin's web UI."""
+"""The agent's settings forms: its own rules (AgentSettingsForm, which the settings page and the agents API
+(sources/api/agents.py) both validate with, so they accept and refuse the same values) and the settings
+page's form, which adds what only that page sets."""
 
 from __future__ import annotations
 
@@ -209,3 +211,39 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
         if commit and before is not None and embedding_of(agent) != before:
             embedding_changed(agent=agent)
         return agent
+
+
+class AgentSettingsPageForm(AgentSettingsForm):
+    """The settings page's form: the agent's settings plus what only this page sets (the widget's look
+    and auto sources), kept apart so AgentSettingsForm stays the agent's own rules."""
+
+    class Meta(AgentSettingsForm.Meta):
+        fields = [
+            *AgentSettingsForm.Meta.fields,
+            "auto_sources",
+            "widget_accent_color",
+            "widget_position",
+            "widget_greeting",
+            "widget_launcher_label",
+        ]
+        labels = {**AgentSettingsForm.Meta.labels, "auto_sources": "Add pages visitors open the widget on"}
+        help_texts = {"auto_sources": ""}  # the page explains it with the hourly budget
+        widgets = {
+            **AgentSettingsForm.Meta.widgets,
+            "widget_accent_color": forms.TextInput(attrs={"type": "color", "data-theme": "accent"}),
+            "widget_position": forms.Select(attrs={"data-theme": "position"}),
+            "widget_greeting": forms.TextInput(attrs={"data-theme": "greeting"}),
+            "widget_launcher_label": forms.TextInput(attrs={"data-theme": "label"}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A post without them (an older page still open in a tab) keeps the saved look.
+        for name in ("widget_accent_color", "widget_position"):
+            self.fields[name].required = False
+
+    def clean_widget_accent_color(self) -> str:
+        return self.cleaned_data["widget_accent_color"] or self.instance.widget_accent_color
+
+    def clean_widget_position(self) -> str:
+        return self.cleaned_data["widget_position"] or self.instance.widget_position

@@ -16,7 +16,6 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from agents import doctor
 from sources.models import Chunk, Schedule, Source, Status
@@ -242,24 +241,6 @@ def test_a_half_set_gate_and_missing_origins_are_reported(agent):
     agent.allowed_origins = []
     [finding] = doctor.check_origins(agent)
     assert "allowed origins are empty" in finding.problem
-
-
-def test_the_api_answers_members_and_hides_the_agent_from_outsiders(agent, api, member, outsider_api):
-    with workspace_scope(agent.workspace_id):
-        agent.allowed_origins = []
-        agent.save()
-    response = api.get(f"/api/v1/agents/{agent.id}/doctor")
-    assert response.status_code == 200, response.content
-    body = response.json()
-    assert body["status"] == "error"
-    assert {"knowledge", "origins"} <= {f["check"] for f in body["findings"]}
-    assert all(set(f) == {"check", "severity", "problem", "action", "detail"} for f in body["findings"])
-    client = APIClient()
-    client.force_login(member)
-    assert client.get(f"/api/v1/agents/{agent.id}/doctor").status_code == 200
-    missing = outsider_api.get(f"/api/v1/agents/{agent.id}/doctor")
-    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
-    assert api.post(f"/api/v1/agents/{agent.id}/doctor").status_code == 405
 
 
 def test_the_command_prints_findings_and_fails_on_errors(agent, capsys):

@@ -9,9 +9,9 @@ from django.core.cache import cache
 from django.test import override_settings
 
 from agents.configuration import SCOPE_RULES_HEADING, agent_search_params
-from agents.forms import AgentSettingsForm
 from retrieval.services import search_passages
 from sources.tenancy import workspace_scope
+from sources.web.agent_forms import AgentSettingsForm
 from tests.agents.conftest import chat
 from tests.factories import index_text
 from tests.fakes.rerank_server import rerank_server

@@ -20,7 +20,8 @@ from sources import selectors
 from sources.models import EMBEDDING_DIMENSIONS, Membership, Source
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
-from sources.web import forms, presenters
+from sources.web import presenters
+from sources.web.agent_forms import AgentSettingsPageForm
 from sources.web.decorators import for_agent, forbidden, manager_required
 from sources.web.lookups import current_membership, membership_or_404
 from sources.web.views.common import layout
@@ -120,13 +121,13 @@ def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -
     if request.method == "POST":
         if not membership.can_manage:
             return forbidden(request)
-        form = forms.AgentSettingsPageForm(request.POST, instance=agent)
+        form = AgentSettingsPageForm(request.POST, instance=agent)
         if form.is_valid():
             form.save()
             messages.success(request, "Settings saved.")
             return redirect("app-agent-settings", agent_id=agent.id)
     else:
-        form = forms.AgentSettingsPageForm(instance=agent)
+        form = AgentSettingsPageForm(instance=agent)
     if not membership.can_manage:
         for field in form.fields.values():
             field.disabled = True

@@ -15,9 +15,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST
 
 from agents import services, turn
-from agents.api.views import event_stream_response
 from agents.models import Conversation
-from config.streaming import served_async
+from config.streaming import event_stream_response, served_async
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.lookups import agent_for

@@ -63,7 +63,7 @@ def test_every_setting_of_the_settings_page_can_be_changed(api, agent):
         "embedding_provider": "model",
         "embedding_model": "text-embedding-3-small",
     }
-    from agents.forms import AgentSettingsForm
+    from sources.web.agent_forms import AgentSettingsForm
 
     assert set(changes) == set(AgentSettingsForm.Meta.fields)  # the API covers the page, no more, no less
     response = api.patch(f"/api/v1/agents/{agent.id}", changes, format="json")
@@ -182,3 +182,21 @@ def test_the_widget_and_documents_apis_still_answer_beside_the_agents_api(api, c
         ).status_code
         == 404
     )
+
+
+def test_the_api_answers_members_and_hides_the_agent_from_outsiders(agent, api, member, outsider_api):
+    with workspace_scope(agent.workspace_id):
+        agent.allowed_origins = []
+        agent.save()
+    response = api.get(f"/api/v1/agents/{agent.id}/doctor")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "error"
+    assert {"knowledge", "origins"} <= {f["check"] for f in body["findings"]}
+    assert all(set(f) == {"check", "severity", "problem", "action", "detail"} for f in body["findings"])
+    client = APIClient()
+    client.force_login(member)
+    assert client.get(f"/api/v1/agents/{agent.id}/doctor").status_code == 200
+    missing = outsider_api.get(f"/api/v1/agents/{agent.id}/doctor")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    assert api.post(f"/api/v1/agents/{agent.id}/doctor").status_code == 405
