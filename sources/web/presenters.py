@@ -1,17 +1,16 @@
-"""What the admin UI's pages show, shaped from the models: source rows, counts, the add dialog's kinds,
-test retrieval. Reads only; writes go through ingestion.lifecycle (sources/web/forms.py turns a form into
-those calls)."""
+"""What the admin UI's pages about sources show, shaped from the models: source rows, their freshness, the
+add dialog's kinds, failed and skipped pages, a source's preview. Reads only; writes go through
+ingestion.lifecycle (sources/web/forms.py turns a form into those calls). Agents' pages have
+agent_presenters.py, the sources list's toolbar and pager source_listing.py."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
-from agents.models import Agent
 from ingestion.kinds.registry import addable_kinds, get_kind
 from ingestion.lifecycle import EMPTY_SEARCH_PAGE
 from sources.models import ACTIVE_STATUSES, Schedule, Source, Status
@@ -251,30 +250,6 @@ def _digest(values: Any) -> str:
     return hashlib.sha1("\x1f".join(str(v) for v in values).encode(), usedforsecurity=False).hexdigest()[:16]
 
 
-def status_counts(sources: list[Source]) -> dict[str, int]:
-    counts = {"total": len(sources), "active": 0, "done": 0, "failed": 0, "chunks": 0}
-    for source in sources:
-        if source.status in ACTIVE_STATUSES:
-            counts["active"] += 1
-        elif source.status == Status.DONE:
-            counts["done"] += 1
-        elif source.status == Status.FAILED:
-            counts["failed"] += 1
-        counts["chunks"] += source.chunks_count
-    return counts
-
-
-def agents_overview(workspace_id: int) -> list[dict[str, Any]]:
-    """Each agent of a workspace with the counts of its sources. Belongs in agents/selectors.py."""
-    with workspace_scope(workspace_id):
-        agents = list(Agent.objects.order_by("name", "id"))
-        sources = list(Source.objects.only("agent_id", "status", "chunks_count"))
-    by_agent: dict[int, list[Source]] = {}
-    for source in sources:
-        by_agent.setdefault(source.agent_id, []).append(source)
-    return [{"agent": agent, "counts": status_counts(by_agent.get(agent.id, []))} for agent in agents]
-
-
 def source_preview_titled(source: Source) -> dict[str, Any]:
     """source_preview, with each sampled chunk naming its document."""
     from sources.selectors import source_preview
@@ -287,131 +262,3 @@ def source_preview_titled(source: Source) -> dict[str, Any]:
     for doc in preview["documents"]:
         doc["excerpt_cut"] = doc["chars"] > len(doc["excerpt"])  # said on the page, not cut silently
     return preview
-
-
-# --- testing retrieval -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RetrievalTest:
-    query: str
-    passages: list
-    gate_enabled: bool
-    backed: bool
-    mode: str
-    error: str = ""
-    error_detail: str = ""
-
-    @property
-    def hits(self) -> list[dict[str, Any]]:
-        """The passages as the page shows them; bars are clamped, since a cosine can be below zero."""
-
-        def pct(value: float | None) -> int:
-            return round(min(max(value or 0.0, 0.0), 1.0) * 100)
-
-        return [
-            {
-                "title": p.document_title or p.source_title,
-                "source_title": p.source_title,
-                "url": p.url if get_kind(p.source_kind).cites_urls else "",
-                "text": p.text,
-                "score": p.score,
-                "vector": p.vector_score or 0.0,
-                "keyword": p.keyword_score or 0.0,
-                "score_pct": pct(p.score),
-                "vector_pct": pct(p.vector_score),
-                "keyword_pct": pct(p.keyword_score),
-            }
-            for p in self.passages
-        ]
-
-
-def retrieval_test(*, agent: Agent, query: str) -> RetrievalTest:
-    """The passages the agent would get for a question from a public visitor, and whether the scope gate
-    would let the question through (the chat's own search settings, from agents.configuration)."""
-    from agents.configuration import agent_search_params
-    from agents.gate import is_backed
-    from retrieval.services import search_passages
-
-    params = agent_search_params(agent, audiences=[])
-    mode = params.mode
-    try:
-        passages = search_passages(
-            workspace_id=agent.workspace_id, query=query, params=params, agent_id=agent.id
-        )
-    except Exception as exc:  # the store is down: say so instead of a server error
-        return RetrievalTest(
-            query,
-            [],
-            agent.gate_enabled,
-            False,
-            mode,
-            "The knowledge base can't be searched right now; try again in a minute.",
-            repr(exc)[:500],
-        )
-    return RetrievalTest(query, passages, agent.gate_enabled, is_backed(agent, [passages]), mode)
-
-
-# --- agents ------------------------------------------------------------------------------------------
-
-
-def widget_snippet(*, host: str, agent: Agent) -> str:
-    return f'<script src="{host}/static/agents/widget.js" data-agent="{agent.public_key}" defer></script>'
-
-
-# --- the sources list's search, filters, sort and pages ----------------------------------------------------
-
-SORT_LABELS = {
-    "newest": "Newest first",
-    "oldest": "Oldest first",
-    "title": "Title A to Z",
-    "updated": "Recently updated",
-    "chunks": "Most chunks",
-}
-STATUS_FILTER_LABELS = {"active": "In progress", "done": "Ready", "failed": "Failed"}
-
-
-def source_listing(query: Any) -> dict[str, Any]:
-    """The list's parameters from a query string (request.GET), with anything unknown dropped."""
-    try:
-        page = max(1, int(query.get("page", 1)))
-    except (TypeError, ValueError):
-        page = 1
-    status = query.get("status", "")
-    sort = query.get("sort", "newest")
-    return {
-        "q": str(query.get("q", ""))[:200].strip(),
-        "kind": str(query.get("kind", ""))[:50],
-        "status": status if status in STATUS_FILTER_LABELS else "",
-        "sort": sort if sort in SORT_LABELS else "newest",
-        "page": page,
-    }
-
-
-def listing_context(listing: dict[str, Any], found: Any, *, kinds: list[str]) -> dict[str, Any]:
-    """What the toolbar and pager show, and the query strings their links carry."""
-    from urllib.parse import urlencode
-
-    kept = {k: v for k, v in listing.items() if v and k != "page" and not (k == "sort" and v == "newest")}
-
-    def query(page: int) -> str:
-        return "?" + urlencode({**kept, **({"page": page} if page > 1 else {})})
-
-    first = (found.page - 1) * found.per_page + 1 if found.matched else 0
-    last = first + len(found.sources) - 1 if found.matched else 0
-    return {
-        **listing,
-        "filtered": bool(listing["q"] or listing["kind"] or listing["status"]),
-        "matched": found.matched,
-        "page": found.page,
-        "pages": found.pages,
-        "first": first,
-        "last": last,
-        "matched_label": f"{first}\u2013{last} of {found.matched}" if found.matched else "None match",
-        "previous": query(found.page - 1) if found.page > 1 else "",
-        "next": query(found.page + 1) if found.page < found.pages else "",
-        "query": query(found.page),
-        "kinds": [{"name": name, "label": get_kind(name).label} for name in kinds],
-        "statuses": list(STATUS_FILTER_LABELS.items()),
-        "sorts": list(SORT_LABELS.items()),
-    }

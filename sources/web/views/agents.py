@@ -20,7 +20,7 @@ from sources import selectors
 from sources.models import EMBEDDING_DIMENSIONS, Membership, Source
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
-from sources.web import presenters
+from sources.web import agent_presenters
 from sources.web.agent_forms import AgentSettingsPageForm
 from sources.web.decorators import for_agent, forbidden, manager_required
 from sources.web.lookups import current_membership, membership_or_404
@@ -33,7 +33,7 @@ def app_home(request: HttpRequest) -> HttpResponse:
     membership = current_membership(request)
     if membership is None:
         return redirect("app-welcome")  # create a workspace or accept an invitation
-    overview = presenters.agents_overview(membership.workspace_id)
+    overview = agent_presenters.agents_overview(membership.workspace_id)
     return render(request, "app/home.html", layout(request, membership, overview=overview))
 
 
@@ -98,7 +98,7 @@ def agent_home(request: HttpRequest, agent_id: int) -> HttpResponse:
 def agent_test(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
     """Ask a question and see the passages the agent would get, with their scores, and the gate's verdict."""
     query = request.GET.get("q", "").strip()[:2000]
-    result = presenters.retrieval_test(agent=agent, query=query) if query else None
+    result = agent_presenters.retrieval_test(agent=agent, query=query) if query else None
     context = layout(request, membership, agent=agent, tab="test", query=query, result=result)
     return render(request, "app/agent_test.html", context)
 
@@ -138,7 +138,7 @@ def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -
         agent=agent,
         tab="settings",
         form=form,
-        snippet=presenters.widget_snippet(host=host, agent=agent),
+        snippet=agent_presenters.widget_snippet(host=host, agent=agent),
         preview_url=reverse("agent-preview-chat", args=[agent.id]),
         auto_sources_per_hour=settings.AUTO_SOURCES_PER_HOUR,
         embedding_dimensions=EMBEDDING_DIMENSIONS,

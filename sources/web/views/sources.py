@@ -23,7 +23,7 @@ from sources import selectors
 from sources.models import Membership, Source
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
-from sources.web import forms, presenters
+from sources.web import forms, presenters, source_listing
 from sources.web.decorators import for_agent, for_source, forbidden, manager_required, wants_json
 from sources.web.views.common import body_of, errors_response, layout, quota_refused
 
@@ -38,7 +38,7 @@ def _back_to_sources(source: Source) -> HttpResponse:
 def _sources_context(agent: Agent, query: Any) -> dict[str, Any]:
     """One page of rows as the search, filters and sort in `query` (request.GET) choose them, with the
     agent's counts over every source (the cards do not change with the filters)."""
-    listing = presenters.source_listing(query)
+    listing = source_listing.source_listing(query)
     found = selectors.agent_sources(workspace_id=agent.workspace_id, agent_id=agent.id, **listing)
     counts = selectors.agent_source_counts(workspace_id=agent.workspace_id, agent_id=agent.id)
     kinds = selectors.agent_source_kinds(workspace_id=agent.workspace_id, agent_id=agent.id)
@@ -51,7 +51,7 @@ def _sources_context(agent: Agent, query: Any) -> dict[str, Any]:
         # the counts alone stopped polling with that row stuck on "indexing" (seen in the suite).
         "active": counts["active"] > 0 or any(row["active"] for row in rows),
         "only": listing["status"],
-        "listing": presenters.listing_context(listing, found, kinds=kinds),
+        "listing": source_listing.listing_context(listing, found, kinds=kinds),
     }
 
 
