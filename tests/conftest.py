@@ -15,8 +15,9 @@ import pytest
 
 from tests.factories import ROOT, make_member
 
-# One fake Notion per session, shared by the integration tests and the lanes benchmark.
-pytest_plugins = ["tests.fakes.fixtures"]
+# One fake Notion per session, shared by the integration tests and the lanes benchmark; `broker`, what
+# Celery publishes.
+pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.broker"]
 
 
 @pytest.fixture

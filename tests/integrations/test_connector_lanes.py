@@ -12,7 +12,6 @@ import time
 from datetime import datetime
 
 import pytest
-from celery.signals import before_task_publish
 from django.conf import settings
 
 from ingestion import lifecycle
@@ -24,40 +23,6 @@ from sources.tenancy import workspace_scope
 from tests.fakes.notion_server import block
 
 pytestmark = pytest.mark.django_db
-
-
-class Published:
-    """Every message published while `sending()` is open: (task, queue[:priority], countdown, kwargs)."""
-
-    def __init__(self, capture) -> None:
-        self.capture = capture
-        self.messages: list[tuple[str, str, float | None, dict]] = []
-
-    def record(self, sender=None, routing_key=None, properties=None, headers=None, body=None, **_kw) -> None:
-        priority = (properties or {}).get("priority")
-        queue = f"{routing_key}:{priority}" if priority else str(routing_key)
-        eta = (headers or {}).get("eta")
-        countdown = (datetime.fromisoformat(eta).timestamp() - time.time()) if eta else None
-        self.messages.append((sender, queue, countdown, body[1]))
-
-    def sending(self):
-        return self.capture(execute=True)
-
-    def routes(self) -> dict[str, list[str]]:
-        routes: dict[str, list[str]] = {}
-        for task, queue, _countdown, _kwargs in self.messages:
-            routes.setdefault(queue, []).append(task)
-        return routes
-
-
-@pytest.fixture
-def broker(django_capture_on_commit_callbacks):
-    published = Published(django_capture_on_commit_callbacks)
-    before_task_publish.connect(published.record, weak=False)
-    try:
-        yield published
-    finally:
-        before_task_publish.disconnect(published.record)
 
 
 @pytest.fixture
