@@ -20,7 +20,8 @@ SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 STORAGES = {
     **STORAGES,  # noqa: F405 - the default storage chosen in base (S3 when configured)
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    # whitenoise's compressed, hashed files; the admin UI's ES modules import each other by hashed name.
+    "staticfiles": {"BACKEND": "config.staticfiles.StaticFilesStorage"},
 }
 # Required: a key derived from SECRET_KEY would tie the secrets at rest to the one key that signs sessions.
 FIELD_ENCRYPTION_KEYS = env.list("FIELD_ENCRYPTION_KEYS")
