@@ -8,10 +8,11 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 
 from agents.models import Agent
-from sources.models import Membership
+from sources.models import Membership, Source
 from sources.quotas import QuotaExceeded
 from sources.selectors import memberships_of
 from sources.tenancy import workspace_scope
+from sources.web import presenters
 
 
 def errors_response(errors: dict, status: int = 400) -> JsonResponse:
@@ -45,3 +46,12 @@ def layout(request: HttpRequest, membership: Membership, **extra: Any) -> dict[s
         "can_manage": membership.can_manage,
         **extra,
     }
+
+
+def source_layout(
+    request: HttpRequest, membership: Membership, source: Source, **extra: Any
+) -> dict[str, Any]:
+    """The frame of a page about one source: its agent's sources tab, with the source's row on top."""
+    return layout(
+        request, membership, agent=source.agent, tab="sources", row=presenters.source_row(source), **extra
+    )

@@ -17,7 +17,7 @@ from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import presenters
 from sources.web.decorators import for_source, manager_required, wants_json
-from sources.web.views.common import body_of, errors_response, layout, quota_refused
+from sources.web.views.common import body_of, errors_response, quota_refused, source_layout
 
 
 @require_GET
@@ -25,12 +25,10 @@ from sources.web.views.common import body_of, errors_response, layout, quota_ref
 def source_failed_pages(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
     """The pages that failed, each with its reason and a link to it, and one button to retry them all; the
     pages skipped on purpose have their own list (source_skipped_pages), linked from here."""
-    context = layout(
+    context = source_layout(
         request,
         membership,
-        agent=source.agent,
-        tab="sources",
-        row=presenters.source_row(source),
+        source,
         failed=presenters.failed_pages(source),
     )
     return render(request, "app/source_failed.html", context)
@@ -44,12 +42,10 @@ def source_skipped_pages(request: HttpRequest, source: Source, membership: Membe
     (`document`), which is fetched again and kept, on every sync after too."""
     if request.method == "POST":
         return _index_anyway(request, source, membership)
-    context = layout(
+    context = source_layout(
         request,
         membership,
-        agent=source.agent,
-        tab="sources",
-        row=presenters.source_row(source),
+        source,
         skipped=presenters.skipped_pages(source),
     )
     return render(request, "app/source_skipped.html", context)

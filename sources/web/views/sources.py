@@ -25,7 +25,7 @@ from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters, source_listing
 from sources.web.decorators import for_agent, for_source, forbidden, manager_required, wants_json
-from sources.web.views.common import body_of, errors_response, layout, quota_refused
+from sources.web.views.common import body_of, errors_response, layout, quota_refused, source_layout
 
 
 def _back_to_sources(source: Source) -> HttpResponse:
@@ -293,12 +293,10 @@ def source_reupload(request: HttpRequest, source: Source, membership: Membership
 @for_source
 def source_preview_page(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
     preview = presenters.source_preview_titled(source)
-    context = layout(
+    context = source_layout(
         request,
         membership,
-        agent=source.agent,
-        tab="sources",
-        row=presenters.source_row(source),
+        source,
         preview=preview,
         fragment=request.GET.get("fragment") == "1",
     )
@@ -338,12 +336,10 @@ def source_settings(request: HttpRequest, source: Source, membership: Membership
             return _back_to_sources(source)
         if wants_json(request):
             return errors_response(errors, status)
-    context = layout(
+    context = source_layout(
         request,
         membership,
-        agent=source.agent,
-        tab="sources",
-        row=presenters.source_row(source),
+        source,
         schedules=presenters.schedule_choices(),
         errors=errors,
         labels=forms.labels_text(source),

@@ -41,7 +41,7 @@ def test_the_widget_look_and_auto_sources_are_set_and_previewed(sign_in, owner, 
 
 
 def test_a_bad_accent_colour_is_refused_next_to_the_field(client, owner, agent):
-    from sources.web.forms import AgentSettingsPageForm
+    from sources.web.agent_forms import AgentSettingsPageForm
 
     client.force_login(owner)
     form = AgentSettingsPageForm(instance=agent)
