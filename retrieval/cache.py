@@ -48,7 +48,7 @@ class CachePolicy:
 
     @classmethod
     def of(cls, params: Any) -> CachePolicy:
-        """From a search's parameters (retrieval.services.SearchParams)."""
+        """From a search's parameters (retrieval.params.SearchParams)."""
         return cls(
             enabled=params.semantic_cache,
             threshold=params.cache_threshold,
@@ -152,7 +152,7 @@ def invalidate(*, workspace_id: int, agent_id: int) -> None:
 
 @dataclass(frozen=True)
 class CachedSearch:
-    #: the passages as the search returned them, each a dict of retrieval.services.Passage's fields
+    #: the passages as the search returned them, each a dict of retrieval.passages.Passage's fields
     passages: list[dict[str, Any]]
     #: chunks embedded by another model than the current one (the reindex notice)
     stale_chunks: int

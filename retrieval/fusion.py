@@ -13,7 +13,7 @@ keywords barely match anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from retrieval.stores.base import VectorHit
 
@@ -76,7 +76,9 @@ def absolute_fusion(rankings: Sequence[Sequence[VectorHit]], weights: Sequence[f
     return fused
 
 
-FUSIONS = {
+Fusion = Callable[[Sequence[Sequence[VectorHit]], Sequence[float]], dict[str, float]]
+
+FUSIONS: dict[str, Fusion] = {
     "rrf": reciprocal_rank_fusion,
     "score": score_fusion,
     "zscore": zscore_fusion,

@@ -56,7 +56,7 @@ _pending: set[tuple[int, str, str]] = set()
 _too_large: set[tuple[int, str, str]] = set()
 
 
-#: What a passage shows, in PASSAGES_SQL's order (retrieval/services.py): the chunk's id, text and
+#: What a passage shows, in PASSAGES_SQL's order (retrieval/passages.py): the chunk's id, text and
 #: metadata (JSON text), its source's id, title and kind, its document's id, URL and title. A copy holds
 #: these per row, so a search of it loads no passage either. Everything here that can change without the
 #: chunk being rewritten (a source renamed, a page's title) replaces the search cache's generation.

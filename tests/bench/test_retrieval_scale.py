@@ -6,7 +6,7 @@ Every figure is printed beside a baseline measured in the same run, as one JSON 
   (HNSW dropped, then rebuilt) and one document at a time into the full index (see pgvector_load);
 - vector search through the HNSW index vs the same store query with index scans disabled (exact), and
   the HNSW recall@10 against that exact answer, also at other hnsw.ef_search values;
-- hybrid search (`retrieval.services.search_hits`, given the query vector so no embedding is timed),
+- hybrid search (`retrieval.ranking.search_hits`, given the query vector so no embedding is timed),
   with and without the agent filter the widget always sends; keyword-only search; and the embedding
   of the query text, timed on its own;
 - the same searches for a small agent (0.2 % of the chunks), whose filter HNSW alone serves badly,
@@ -207,7 +207,7 @@ def measure_queries(
     store: Any, workspace_id: int, agent_id: int, queries: list[Query], model_name: str
 ) -> tuple[dict[str, Any], list[list[str]], list[list[str]], list[list[str]]]:
     from config.backends import embedders
-    from retrieval import services
+    from retrieval import ranking
 
     def ids(searched: Any, query: Query, **search: Any) -> list[str]:
         return vector_ids(searched, workspace_id, query, model_name, **search)
@@ -221,7 +221,7 @@ def measure_queries(
 
     figures: dict[str, Any] = {}
     # search_hits asks the configured store; point it at the one being measured.
-    with mock.patch.object(services, "vector_stores", {"default": store}):
+    with mock.patch.object(ranking, "vector_stores", {"default": store}):
         by_hnsw, figures["vector_hnsw"] = timed(vector, queries)
         _by_agent, figures["vector_hnsw_agent_filter"] = timed(
             lambda q: vector(q, filters={"agent_id": agent_id}), queries
@@ -261,7 +261,7 @@ def measure_small_agent(
 ) -> dict[str, Any]:
     """The filter few chunks pass: a second agent holding 0.2 % of the workspace, queried with its own
     chunks. The exact baseline is the same filtered query without index scans."""
-    from retrieval import services
+    from retrieval import ranking
 
     workspace_id, filters = space.workspace.id, {"agent_id": space.small_agent.id}
 
@@ -273,7 +273,7 @@ def measure_small_agent(
             return vector(query)
 
     figures: dict[str, Any] = {"chunks": len(space.small_agent_chunks()), "queries": len(queries)}
-    with mock.patch.object(services, "vector_stores", {"default": store}):
+    with mock.patch.object(ranking, "vector_stores", {"default": store}):
         by_hnsw, figures["vector_hnsw"] = timed(vector, queries)
         by_keyword, figures["keyword"] = timed(
             searcher(workspace_id, mode="keyword", filters=filters), queries
@@ -359,13 +359,13 @@ def pgvector_results(corpus, django_db_setup, django_db_blocker) -> dict[str, An
 
 def searcher(workspace_id: int, **params: Any) -> Callable[[Query], list[str]]:
     """Hybrid (or keyword-only) search as the API runs it, minus the query embedding."""
-    from retrieval import services
+    from retrieval import ranking
     from retrieval.services import SearchParams
 
     search_params = SearchParams(top_k=TOP_K, **params)
 
     def search(query: Query) -> list[str]:
-        ranked = services.search_hits(
+        ranked = ranking.search_hits(
             workspace_id=workspace_id, query=query.text, params=search_params, vector=query.vector
         )
         return [hit.chunk_id for hit, _v, _k in ranked[:TOP_K]]
@@ -379,7 +379,7 @@ def qdrant_results(django_db_setup, django_db_blocker) -> dict[str, Any]:
     points (dense vector, sparse BM25 weights, payload) upserted with the plain client, 256 a request
     like the store. Local mode has no HNSW: every vector search is exact."""
     from config.backends import embedders
-    from retrieval import services
+    from retrieval import ranking
     from retrieval.stores.qdrant import QdrantStore
 
     size = min(CHUNKS, QDRANT_MAX_CHUNKS)
@@ -401,7 +401,7 @@ def qdrant_results(django_db_setup, django_db_blocker) -> dict[str, Any]:
 
         latency: dict[str, Any] = {}
         # The search reads the database too (sources paused out of search), though no chunk rows exist here.
-        with mock.patch.object(services, "vector_stores", {"default": store}), django_db_blocker.unblock():
+        with mock.patch.object(ranking, "vector_stores", {"default": store}), django_db_blocker.unblock():
             _by_vector, latency["vector_exact"] = timed(vector, queries, warmup=1)
             by_keyword, latency["keyword"] = timed(searcher(workspace_id, mode="keyword"), queries, warmup=1)
             by_hybrid, latency["hybrid"] = timed(searcher(workspace_id), queries, warmup=1)

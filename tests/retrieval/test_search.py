@@ -105,7 +105,7 @@ def test_search_never_crosses_workspaces(workspace, other_workspace, agent, othe
     assert titles(theirs) == ["Secret"]
     # Passages are loaded by a statement written out (not the tenant manager): handed another workspace's
     # chunk ids (a stale cache entry, a bug upstream), it loads nothing.
-    from retrieval.services import _load_passages
+    from retrieval.passages import load_passages as _load_passages
     from retrieval.stores.base import VectorHit
 
     foreign = [(VectorHit(p.chunk_id, p.score), 0.0, 0.0) for p in theirs]
