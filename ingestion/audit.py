@@ -20,7 +20,7 @@ from django.db.models import Count, Q
 from config.backends import vector_stores
 from ingestion import files as storage
 from ingestion import lifecycle
-from ingestion.indexing import source_refresh_status
+from ingestion.status import source_refresh_status
 from retrieval.stores.pgvector import PgVectorStore
 from sources.models import ACTIVE_STATUSES, Chunk, Document, Source, Status, Workspace
 from sources.tenancy import workspace_scope

@@ -1,7 +1,7 @@
 """How a source's text is cut into passages, per source: the chunk size, overlap and record separator that a
 source may set (the shared optional fields of ingestion/kinds/base.KindConfig), what they come to with the
-deployment's defaults, a preview of the passages they would make, and changing them (which indexes the
-source again, through ingestion.lifecycle).
+deployment's defaults, and a preview of the passages they would make. Changing them indexes the source again,
+so it is a write of ingestion.lifecycle (source_set_chunking).
 
 Indexing (ingestion/indexing.py) and the preview both read `chunking_of`, so the preview shows exactly what
 indexing will store.
@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from pydantic import ValidationError
 
 from ingestion.chunking import TextChunk, chunk_text
-from ingestion.kinds.base import KindConfig, KindError
-from retrieval import cache as semantic_cache
-from sources.models import ACTIVE_STATUSES, Document, Source
+from ingestion.kinds.config import KindConfig, KindError
+from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 
 FIELDS = ("chunk_size", "chunk_overlap", "record_separator")
@@ -149,51 +147,13 @@ def source_texts(source: Source) -> tuple[list[tuple[str, str]], int]:
 
 def source_preview(*, source: Source, chosen: dict[str, Any], text: str = "") -> Preview:
     """What `chosen` (validated() settings) would make of `text`, or of the source's own kept text."""
-    chunking = chunking_of(source, {**_without_chunking(source.config), **chosen})
+    chunking = chunking_of(source, {**without_chunking(source.config), **chosen})
     if text.strip():
         return preview(chunking=chunking, texts=[("Pasted text", text)])
     texts, total = source_texts(source)
     return preview(chunking=chunking, texts=texts, documents_total=total)
 
 
-def _without_chunking(config: dict[str, Any]) -> dict[str, Any]:
+def without_chunking(config: dict[str, Any]) -> dict[str, Any]:
+    """A source's config without its chunking settings."""
     return {k: v for k, v in config.items() if k not in FIELDS}
-
-
-def source_set_chunking(*, source: Source, values: dict[str, Any], reindex: bool = True) -> bool:
-    """Give a source new chunking settings (absent or empty: the deployment's default) and index it again
-    from what is kept, so every passage is cut the new way. Returns whether anything changed. A source being
-    processed is refused: its passages would be cut two ways at once. `reindex=False`: the caller indexes it
-    again itself (a form that also changes its labels, which reindex it, does so once)."""
-    from ingestion.lifecycle import source_reindex
-
-    chosen = validated(values)
-    current = {k: v for k, v in source.config.items() if k in FIELDS}
-    if chosen == current:
-        return False
-    with workspace_scope(source.workspace_id), transaction.atomic():
-        locked = Source.objects.select_for_update().get(id=source.id)
-        if locked.status in ACTIVE_STATUSES:
-            raise KindError(
-                {"chunk_size": ["This source is being processed; change its chunking once it has finished."]}
-            )
-        locked.config = {**_without_chunking(locked.config), **chosen}
-        Source.objects.filter(id=source.id).update(config=locked.config)
-        source.config = locked.config
-        if reindex and (locked.chunks_count or locked.documents.exists()):
-            source_reindex(source=locked)
-    semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
-    return True
-
-
-def settings_then_labels(*, source: Source, chunking: dict[str, Any] | None, set_labels: Any) -> None:
-    """Change a source's chunking and then its labels (`set_labels()`, which indexes it again when they
-    change) with one reindex at most: when only the chunking changed, it is indexed again here."""
-    from ingestion.lifecycle import source_reindex
-
-    changed = chunking is not None and source_set_chunking(source=source, values=chunking, reindex=False)
-    relabelled = set_labels()
-    if changed and not relabelled:
-        with workspace_scope(source.workspace_id):
-            if source.chunks_count or Document.objects.filter(source_id=source.id).exists():
-                source_reindex(source=source)

@@ -2,7 +2,7 @@
 
 A sync is one pass over a source's listing (ingestion.pages.source_expand opens it, stamping
 `sync_started_at`); it ends when none of its pages is in flight (`finish`, called by
-indexing.source_refresh_status), which removes the pages the evidence condemned, writes the outcome
+status.source_refresh_status), which removes the pages the evidence condemned, writes the outcome
 (`Source.last_sync`) and the next date. Removal needs evidence: a page that answered 404/410 in two syncs
 in a row, or that two complete listings in a row left out. A 5xx, a time-out, a DNS failure or a partial
 listing is no evidence and never removes anything.

@@ -4,16 +4,15 @@ They are kept in Source.config (`audience`, `metadata`) beside the kind's own se
 chunk by ingestion.indexing._build_chunks. The rules are those of a pushed document's (ingestion.push.inputs):
 metadata keys are identifiers that Grounded does not set itself, values a string, number, boolean or a list of
 them; audiences are 1 to 50 short names, ["public"] when none are given. One key differs: a source may say
-its `lang` (its documents' detected language is used otherwise).
+its `lang` (its documents' detected language is used otherwise). Changing them indexes the source again, so it
+is a write of ingestion.lifecycle (source_set_labels).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.push.inputs import (
     MAX_AUDIENCES,
     MAX_LIST_ITEMS,
@@ -21,10 +20,8 @@ from ingestion.push.inputs import (
     MAX_METADATA_VALUE_CHARS,
     RESERVED_METADATA,
 )
-from retrieval import cache as semantic_cache
 from retrieval.stores.base import FILTER_KEY
-from sources.models import ACTIVE_STATUSES, Source
-from sources.tenancy import workspace_scope
+from sources.models import Source
 
 PUBLIC = "public"
 #: Keys Grounded sets on chunks that a source may state instead: its language, when detection is wrong.
@@ -86,32 +83,3 @@ def labels_config(*, audiences: Any = None, metadata: Any = None) -> dict[str, A
 
 def source_labels(source: Source) -> tuple[list[str], dict[str, Any]]:
     return list(source.config.get("audience") or [PUBLIC]), dict(source.config.get("metadata") or {})
-
-
-def source_set_labels(*, source: Source, audiences: Any = None, metadata: Any = None) -> bool:
-    """Give a source new audiences and/or metadata, and index it again so every chunk carries them (the
-    vectors and keyword postings of both stores are rewritten with the chunks). Returns whether anything
-    changed. A source being processed is refused: its chunks would carry old and new labels mixed."""
-    from ingestion.lifecycle import source_reindex
-
-    changes = labels_config(audiences=audiences, metadata=metadata)
-    current_audiences, current_metadata = source_labels(source)
-    changed = {
-        name: value
-        for name, value in changes.items()
-        if value != (current_audiences if name == "audience" else current_metadata)
-    }
-    if not changed:
-        return False
-    with workspace_scope(source.workspace_id), transaction.atomic():
-        locked = Source.objects.select_for_update().get(id=source.id)
-        if locked.status in ACTIVE_STATUSES:
-            field = "audiences" if "audience" in changed else "metadata"
-            raise KindError({field: ["This source is being processed; change it once it has finished."]})
-        locked.config = {**locked.config, **changed}
-        Source.objects.filter(id=source.id).update(config=locked.config)
-        source.config = locked.config
-        if locked.chunks_count or locked.documents.exists():
-            source_reindex(source=locked)
-    semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
-    return True

@@ -1,7 +1,7 @@
 """Every write to a source's life: create, upload, replace an upload, delete, reindex, recrawl, cancel, retry
-failed pages, index a skipped page anyway. The API, the web UI, the Django admin, the widget's visited pages
-and the management commands all call these, and this is the only module that queues ingestion work (besides
-a task re-queueing itself).
+failed pages, index a skipped page anyway, change how its text is cut into passages, its audiences and its
+metadata. The API, the web UI, the Django admin, the widget's visited pages and the management commands all
+call these, and this is the only module that queues ingestion work (besides a task re-queueing itself).
 
 What differs by kind is asked of the kind (ingestion/kinds/); nothing here names one.
 """
@@ -18,14 +18,15 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from ingestion import chunk_settings, freshness, labels
 from ingestion import files as storage
-from ingestion import freshness
-from ingestion.indexing import batch_budget, delete_source_chunks, source_refresh_status
+from ingestion.indexing import batch_budget, delete_source_chunks
 from ingestion.jobs import backlog, lanes
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
 from ingestion.pages import fetch_again, max_countdown
+from ingestion.status import source_refresh_status
 from retrieval import cache as semantic_cache
 from sources import quotas
 from sources.models import ACTIVE_STATUSES, Document, Schedule, Source, Status, Workspace
@@ -39,6 +40,7 @@ __all__ = [
     "queue_index_jobs",
     "queue_page_jobs",
     "retry_failed",
+    "settings_then_labels",
     "source_cancel",
     "source_create",
     "source_delete",
@@ -46,6 +48,8 @@ __all__ = [
     "source_recrawl",
     "source_reindex",
     "source_resume",
+    "source_set_chunking",
+    "source_set_labels",
     "source_update",
     "sync_due_sources",
     "upload_create",
@@ -498,6 +502,74 @@ def source_cancel(*, source: Source, by: str) -> bool:
         Source.objects.filter(id=source.id, status__in=ACTIVE_STATUSES).update(
             status=Status.FAILED, error="Cancelled by an operator.", error_detail=f"cancelled by {by}"
         )
+    return True
+
+
+# --- chunking ------------------------------------------------------------------------------------------
+
+
+def source_set_chunking(*, source: Source, values: dict[str, Any], reindex: bool = True) -> bool:
+    """Give a source new chunking settings (absent or empty: the deployment's default) and index it again
+    from what is kept, so every passage is cut the new way. Returns whether anything changed. A source being
+    processed is refused: its passages would be cut two ways at once. `reindex=False`: the caller indexes it
+    again itself (a form that also changes its labels, which reindex it, does so once)."""
+    chosen = chunk_settings.validated(values)
+    current = {k: v for k, v in source.config.items() if k in chunk_settings.FIELDS}
+    if chosen == current:
+        return False
+    with workspace_scope(source.workspace_id), transaction.atomic():
+        locked = Source.objects.select_for_update().get(id=source.id)
+        if locked.status in ACTIVE_STATUSES:
+            raise KindError(
+                {"chunk_size": ["This source is being processed; change its chunking once it has finished."]}
+            )
+        locked.config = {**chunk_settings.without_chunking(locked.config), **chosen}
+        Source.objects.filter(id=source.id).update(config=locked.config)
+        source.config = locked.config
+        if reindex and (locked.chunks_count or locked.documents.exists()):
+            source_reindex(source=locked)
+    semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
+    return True
+
+
+def settings_then_labels(*, source: Source, chunking: dict[str, Any] | None, set_labels: Any) -> None:
+    """Change a source's chunking and then its labels (`set_labels()`, which indexes it again when they
+    change) with one reindex at most: when only the chunking changed, it is indexed again here."""
+    changed = chunking is not None and source_set_chunking(source=source, values=chunking, reindex=False)
+    relabelled = set_labels()
+    if changed and not relabelled:
+        with workspace_scope(source.workspace_id):
+            if source.chunks_count or Document.objects.filter(source_id=source.id).exists():
+                source_reindex(source=source)
+
+
+# --- audiences and metadata ---------------------------------------------------------------------------
+
+
+def source_set_labels(*, source: Source, audiences: Any = None, metadata: Any = None) -> bool:
+    """Give a source new audiences and/or metadata, and index it again so every chunk carries them (the
+    vectors and keyword postings of both stores are rewritten with the chunks). Returns whether anything
+    changed. A source being processed is refused: its chunks would carry old and new labels mixed."""
+    changes = labels.labels_config(audiences=audiences, metadata=metadata)
+    current_audiences, current_metadata = labels.source_labels(source)
+    changed = {
+        name: value
+        for name, value in changes.items()
+        if value != (current_audiences if name == "audience" else current_metadata)
+    }
+    if not changed:
+        return False
+    with workspace_scope(source.workspace_id), transaction.atomic():
+        locked = Source.objects.select_for_update().get(id=source.id)
+        if locked.status in ACTIVE_STATUSES:
+            field = "audiences" if "audience" in changed else "metadata"
+            raise KindError({field: ["This source is being processed; change it once it has finished."]})
+        locked.config = {**locked.config, **changed}
+        Source.objects.filter(id=source.id).update(config=locked.config)
+        source.config = locked.config
+        if locked.chunks_count or locked.documents.exists():
+            source_reindex(source=locked)
+    semantic_cache.invalidate(workspace_id=source.workspace_id, agent_id=source.agent_id)
     return True
 
 

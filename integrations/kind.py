@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from ingestion.kinds.base import KindConfig, SourceKind
+from ingestion.kinds.base import SourceKind
+from ingestion.kinds.config import KindConfig
 from integrations.connections import reconnect_message
 from integrations.models import Connection
 from integrations.sync import Fetched, Item

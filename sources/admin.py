@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from agents.services import workspace_delete
 from ingestion import lifecycle
 from ingestion.failures import SKIP_LABELS, counted_skips, skip_label
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import KINDS
 from retrieval.cache import searches_changed
 from sources.models import (

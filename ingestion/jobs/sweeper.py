@@ -16,9 +16,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from ingestion import lifecycle
-from ingestion.indexing import source_refresh_status
 from ingestion.jobs import backlog
 from ingestion.kinds.registry import KINDS, get_kind
+from ingestion.status import source_refresh_status
 from sources.models import ACTIVE_STATUSES, Document, Source, Status
 from sources.tenancy import workspace_scope
 

@@ -2,72 +2,22 @@
 from one kind to another. Everything else (storing, queueing, indexing, status) is shared, in
 ingestion/lifecycle.py and ingestion/indexing.py, and asks the kind when it must.
 
-A kind is one module with one subclass of SourceKind, plus one line in ingestion/kinds/registry.py.
+A kind is one module with one subclass of SourceKind, plus one line in ingestion/kinds/registry.py. What a
+user may set (KindConfig) and the error by field (KindError) are in ingestion/kinds/config.py, a leaf.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from django.conf import settings
 
-if TYPE_CHECKING:
-    from sources.models import Source
-
-
-class KindError(ValueError):
-    """Something a person should correct, by field: nothing was written."""
-
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__(errors)
-        self.errors = errors
-
-
-#: Escapes a person may type for a record separator in a one-line field.
-SEPARATOR_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r"}
-#: Whitespace is the separator itself here ("\n" for JSON Lines), so it is not stripped.
-Separator = Annotated[str, StringConstraints(strip_whitespace=False, min_length=1, max_length=20)]
-
-
-class KindConfig(BaseModel):
-    """What a user may set for a source of a kind, validated before anything is stored.
-
-    Every kind also accepts how its text is cut into passages (ingestion/indexing.py): a chunk size and
-    overlap in characters (empty: the deployment's CHUNK_* settings), and a record separator, for text
-    made of records (JSON Lines, FAQ dumps separated by `---`, CSV-like rows): records are packed whole,
-    as many as fit a chunk, empty ones dropped."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-    chunk_size: int | None = Field(default=None, ge=200, le=8000)
-    chunk_overlap: int | None = Field(default=None, ge=0, le=2000)
-    record_separator: Separator | None = None
-
-    @field_validator("record_separator", mode="before")
-    @classmethod
-    def _unescape(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            for typed, meant in SEPARATOR_ESCAPES.items():
-                value = value.replace(typed, meant)
-            return value or None
-        return value
-
-    @model_validator(mode="after")
-    def _overlap_fits(self) -> KindConfig:
-        size, overlap = self.chunk_size, self.chunk_overlap
-        if size is not None and overlap is not None and overlap * 4 > size:
-            raise ValueError("The overlap may be at most a quarter of the chunk size.")
-        return self
-
-    def chunking(self) -> dict[str, Any]:
-        """The chunking settings that were set, as Source.config keeps them."""
-        return self.model_dump(include={"chunk_size", "chunk_overlap", "record_separator"}, exclude_none=True)
-
-
-class NoConfig(KindConfig):
-    pass
+from ingestion.indexing import source_index
+from ingestion.kinds.config import KindConfig, NoConfig
+from ingestion.kinds.config import KindError as KindError  # its old home, until every importer names config
+from sources.models import Document, Source, Status
 
 
 @dataclass(frozen=True)
@@ -143,16 +93,10 @@ class SourceKind:
     def index(self, *, source: Source, inline: bool = False) -> list[int]:
         """What the ingest/reindex task runs for a pending source: index its pending documents. Returns the
         ids of documents left for one job each (a big source), none when `inline` (in-process callers)."""
-        from django.conf import settings
-
-        from ingestion.indexing import source_index
-
         return source_index(source=source, inline_up_to=None if inline else settings.INDEX_FAN_OUT_AT)
 
     def prepare_reindex(self, *, source: Source) -> None:
         """Before a reindex: documents whose kept text is indexed again become pending."""
-        from sources.models import Document, Status
-
         Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
 
     def settle(self, *, source_id: int, update: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingestion.kinds.base import KindConfig, KindError, SourceKind
+from ingestion.kinds.base import SourceKind
+from ingestion.kinds.config import KindConfig, KindError
 from sources.models import Source
 
 

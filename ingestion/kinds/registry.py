@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ingestion.kinds.base import KindConfig, KindError, SourceKind
+from ingestion.kinds.config import KindConfig, KindError
+
+if TYPE_CHECKING:
+    # Only the kinds' modules import SourceKind (through _load): what asks a kind for its status or its
+    # settings (ingestion.status, the forms) then does not import what indexes a source.
+    from ingestion.kinds.base import SourceKind
 
 KINDS: dict[str, str] = {
     "text": "ingestion.kinds.text.TextKind",

@@ -7,7 +7,8 @@ import hashlib
 from django.conf import settings
 from pydantic import field_validator
 
-from ingestion.kinds.base import KindConfig, SourceKind
+from ingestion.kinds.base import SourceKind
+from ingestion.kinds.config import KindConfig
 from sources.models import Document, Source
 
 TITLE_FROM_TEXT_CHARS = 80

@@ -19,8 +19,13 @@ from django.conf import settings
 from django.db import transaction
 
 from ingestion.files import UploadMissing, load_segments, parse_original, save_segments
-from ingestion.kinds.base import KindConfig, KindError, SourceKind
+from ingestion.indexing import delete_source_chunks, document_index
+from ingestion.jobs.claims import claim_pending_source
+from ingestion.jobs.progress import Progress
+from ingestion.kinds.base import SourceKind
+from ingestion.kinds.config import KindConfig, KindError
 from ingestion.parsers.base import ParseError, Segment
+from ingestion.status import source_refresh_status
 from sources.models import Document, Source, Status
 from sources.tenancy import workspace_scope
 
@@ -91,10 +96,6 @@ class UploadKind(SourceKind):
 
 def upload_index(*, source: Source) -> None:
     """Parse (first time) or reload segments (reindex), then index every document."""
-    from ingestion.indexing import document_index, source_refresh_status
-    from ingestion.jobs.claims import claim_pending_source
-    from ingestion.jobs.progress import Progress
-
     with workspace_scope(source.workspace_id):
         if not claim_pending_source(source=source, to=Status.INDEXING):
             return
@@ -139,8 +140,6 @@ def upload_index(*, source: Source) -> None:
 def documents_from_segments(source: Source, segments: Iterable[Segment]) -> list[Document]:
     """Replace the source's documents: consecutive segments with the same title make one document
     (all rows of one sheet, all pages of one section), so citations name the part of the file."""
-    from ingestion.indexing import delete_source_chunks
-
     filename = source.config.get("filename") or source.title
     groups: list[tuple[str, list[str]]] = []
     for segment in segments:

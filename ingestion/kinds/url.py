@@ -8,7 +8,8 @@ from pydantic import Field, field_validator
 
 from checked_http.errors import FetchError
 from ingestion.crawl.fetch import check_address
-from ingestion.kinds.base import Expansion, FetchedKind, KindConfig
+from ingestion.kinds.base import Expansion, FetchedKind
+from ingestion.kinds.config import KindConfig
 from sources.models import Source
 
 

@@ -22,10 +22,10 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from ingestion import lifecycle
-from ingestion.indexing import source_refresh_status
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.push import PushKind
 from ingestion.push.inputs import DocumentTooLarge, Prepared, prepare
+from ingestion.status import source_refresh_status
 from retrieval.vectors import delete_chunk_vectors
 from sources import quotas
 from sources.models import Chunk, Document, Source, Status, Workspace

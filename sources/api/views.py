@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from ingestion import chunk_settings, labels, lifecycle
 from ingestion.crawl.urls import normalize_url
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import KINDS, get_kind
 from ingestion.kinds.upload import UploadKind, UploadTooLarge
 from sources.api.base import WorkspaceAPIView
@@ -248,11 +248,11 @@ class SourceDetailView(WorkspaceAPIView):
             if chunking is not None:
                 chunk_settings.validated(chunking)
             source = lifecycle.source_update(source=source, **changes)
-            chunk_settings.settings_then_labels(
+            lifecycle.settings_then_labels(
                 source=source,
                 chunking=chunking,
                 set_labels=lambda: (
-                    bool(wanted_labels) and labels.source_set_labels(source=source, **wanted_labels)
+                    bool(wanted_labels) and lifecycle.source_set_labels(source=source, **wanted_labels)
                 ),
             )
             source.refresh_from_db()

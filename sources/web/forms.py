@@ -13,7 +13,7 @@ from checked_http.errors import FetchError
 from ingestion import chunk_settings, labels, lifecycle
 from ingestion.crawl.discover import discover
 from ingestion.crawl.fetch import fetch_policy
-from ingestion.kinds.base import SEPARATOR_ESCAPES, KindError
+from ingestion.kinds.config import SEPARATOR_ESCAPES, KindError
 from ingestion.kinds.registry import addable_kinds, get_kind
 from ingestion.kinds.upload import UploadTooLarge
 from ingestion.kinds.url import UrlKind
@@ -79,12 +79,12 @@ def source_settings(*, source: Source, form: dict[str, Any]) -> Source:
         hidden_while_paused=_ticked(form.get("hidden_while_paused")),
         keep_short_pages=_ticked(form.get("keep_short_pages")) if keeps_short else None,
     )
-    chunk_settings.settings_then_labels(
+    lifecycle.settings_then_labels(
         source=source,
         chunking=chunking,
         set_labels=lambda: (
             bool(new_labels)
-            and labels.source_set_labels(
+            and lifecycle.source_set_labels(
                 source=source, audiences=new_labels.get("audience"), metadata=new_labels.get("metadata")
             )
         ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ingestion.indexing import source_index
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import validate_config
 from ingestion.lifecycle import source_create
 from sources.models import Chunk, Source

@@ -1,4 +1,4 @@
-"""A source's status and counters, derived from its documents by `indexing.source_refresh_status`, which
+"""A source's status and counters, derived from its documents by `status.source_refresh_status`, which
 every crawled page and index job calls: right in each state, in four statements however many pages."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from ingestion.indexing import source_refresh_status
+from ingestion.status import source_refresh_status
 from sources.models import Document, Source, Status
 from sources.tenancy import workspace_scope
 

@@ -8,7 +8,7 @@ from django.db import connection as db
 
 from ingestion import lifecycle
 from ingestion.indexing import document_index
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from integrations import sync
 from integrations.errors import ProviderRateLimited
 from integrations.http import wait_for_turn
@@ -250,7 +250,7 @@ def test_a_refused_token_is_refreshed_once_when_notion_gave_a_refresh_token(
 def test_indexing_that_finishes_after_a_revocation_leaves_the_reconnect_message(
     workspace, handbook_source, notion_connection
 ):
-    from ingestion.indexing import source_refresh_status
+    from ingestion.status import source_refresh_status
     from integrations.connections import mark_needs_reconnect
 
     mark_needs_reconnect(connection=notion_connection, message="Revoked.", detail="401")

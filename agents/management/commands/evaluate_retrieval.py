@@ -17,8 +17,9 @@ from django.test import override_settings
 
 from agents.models import Agent
 from config.backends import embedders, vector_stores
-from ingestion.indexing import documents_index, in_batches, source_refresh_status
+from ingestion.indexing import documents_index, in_batches
 from ingestion.kinds.text import TextKind
+from ingestion.status import source_refresh_status
 from retrieval import evaluation
 from retrieval.fusion import FUSIONS
 from retrieval.services import SearchParams, search_passages, with_workspace_bm25

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ingestion import lifecycle
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from sources.models import Membership, Source
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope

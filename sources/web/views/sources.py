@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents.models import Agent
 from ingestion import chunk_settings, lifecycle
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import fetching_kind_names
 from ingestion.kinds.upload import UploadTooLarge, human_size
 from sources import selectors

@@ -129,7 +129,7 @@ def test_index_anyway_indexes_the_page_and_a_resync_keeps_it(eager, site, worksp
 
 
 def test_only_a_skipped_page_can_be_indexed_anyway(eager, site, workspace, agent):
-    from ingestion.kinds.base import KindError
+    from ingestion.kinds.config import KindError
 
     source = add_site(workspace, agent, site)
     with pytest.raises(KindError) as refused:
@@ -212,7 +212,7 @@ def test_index_anyway_indexes_a_search_page_with_its_text_and_a_resync_keeps_it(
 
 
 def test_a_search_page_with_no_text_of_its_own_is_refused_with_the_reason(eager, site, workspace, agent):
-    from ingestion.kinds.base import KindError
+    from ingestion.kinds.config import KindError
 
     site.routes["/search"] = Reply(200, SEARCH.format(body=""))
     publish(site, ["/guide", "/search"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.kinds import registry
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 
 ROOT = Path(__file__).resolve().parents[3]
 KIND_NAMES = "|".join(["text", "url", "sitemap", "feed", "auto", "upload", "notion", "gdoc", "push"])

@@ -7,7 +7,8 @@ import hashlib
 
 from pydantic import Field
 
-from ingestion.kinds.base import KindConfig, SourceKind
+from ingestion.kinds.base import SourceKind
+from ingestion.kinds.config import KindConfig
 from sources.models import Document, Source
 
 
