@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from integrations.errors import ProviderError
 from integrations.models import Connection
+from integrations.providers import provider_module
 from sources.models import Source, Status
 from sources.tenancy import workspace_scope
 
@@ -44,8 +45,6 @@ def fresh_access_token(connection: Connection) -> str:
 
 
 def refresh_token(connection: Connection) -> str:
-    from integrations.oauth import provider_module
-
     grant = provider_module(connection.provider).refresh(connection)
     with workspace_scope(connection.workspace_id):
         connection.access_token = grant.access_token
@@ -80,8 +79,6 @@ def mark_needs_reconnect(*, connection: Connection, message: str, detail: str) -
 def connection_disconnect(*, connection: Connection) -> bool:
     """Revoke the token at the provider when it can be, delete the tokens, and mark the sources as needing
     a reconnect. Returns whether the provider confirmed the revocation."""
-    from integrations.oauth import provider_module
-
     try:
         revoked = provider_module(connection.provider).revoke(connection)
     except ProviderError as exc:

@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib
 import secrets
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from django.db import transaction
 
+from integrations.connections import expiry
 from integrations.errors import ProviderError
-from integrations.models import Connection, Provider
+from integrations.models import Connection
+from integrations.providers import provider_module
 from sources.tenancy import workspace_scope
 
 SESSION_KEY = "integrations_oauth"
 STATE_TTL_S = 600
-PROVIDERS = {Provider.NOTION: "integrations.notion.oauth", Provider.GOOGLE: "integrations.google.oauth"}
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,6 @@ class Grant:
 
 class OAuthRefused(ProviderError):
     """The callback does not belong to this session and workspace, has expired, or the person declined."""
-
-
-def provider_module(provider: str) -> ModuleType:
-    return importlib.import_module(PROVIDERS[Provider(provider)])
 
 
 def _challenge(verifier: str) -> str:
@@ -116,8 +111,6 @@ def finish(
 
 def connection_save(*, workspace_id: int, provider: str, grant: Grant, user: Any) -> Connection:
     """Create the connection, or bring back the same account's (its sources find it again)."""
-    from integrations.connections import expiry
-
     with workspace_scope(workspace_id), transaction.atomic():
         connection, _ = Connection.objects.select_for_update().get_or_create(
             provider=provider, account_id=grant.account_id, defaults={"workspace_id": workspace_id}

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from integrations.connections import fresh_access_token, refresh_token
 from integrations.errors import ObjectGone, ProviderRateLimited, ReconnectNeeded
 from integrations.http import json_of, pause_connection, raise_for_common, send, wait_for_turn
 from integrations.models import Connection, Provider
@@ -49,8 +50,6 @@ class DriveClient:
         self.base_url = settings.GOOGLE_API_BASE_URL.rstrip("/")
 
     def _token(self, *, refresh: bool = False) -> str:
-        from integrations.connections import fresh_access_token, refresh_token
-
         if self.connection is None:
             return self.access_token
         if not self.connection.access_token:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from integrations.connections import fresh_access_token, refresh_token
 from integrations.errors import ObjectGone, ProviderRateLimited, ReconnectNeeded
 from integrations.http import json_of, pause_connection, raise_for_common, send, wait_for_turn
 from integrations.models import Connection, Provider
@@ -34,8 +35,6 @@ class NotionClient:
         self.base_url = settings.NOTION_API_BASE_URL.rstrip("/")
 
     def call(self, method: str, path: str, *, json: dict | None = None, params: dict | None = None) -> Any:
-        from integrations.connections import fresh_access_token, refresh_token
-
         if not self.connection.access_token:
             raise ReconnectNeeded("Reconnect Notion to sync this source.", "no token (disconnected)")
         what = f"Notion {method} {path}"

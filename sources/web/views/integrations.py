@@ -17,12 +17,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents.models import Agent
 from ingestion import lifecycle
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import all_kinds
 from integrations import connections, oauth
 from integrations.errors import ProviderError
 from integrations.kind import ConnectedKind
 from integrations.models import Connection, Provider
+from integrations.providers import provider_module
 from sources.models import Membership
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
@@ -68,7 +69,7 @@ def integrations_page(request: HttpRequest) -> HttpResponse:
         {
             "name": provider.value,
             "label": provider.label,
-            "configured": oauth.provider_module(provider).configured(),
+            "configured": provider_module(provider).configured(),
             "kind_label": _kind_of(provider).label,
             "connections": [r for r in rows if r["connection"].provider == provider],
         }
@@ -91,7 +92,7 @@ def integration_connect(request: HttpRequest, provider: str) -> HttpResponse:
     provider = _provider(provider)
     if not membership.can_manage:
         return forbidden(request, MANAGERS_ONLY)
-    if not oauth.provider_module(provider).configured():
+    if not provider_module(provider).configured():
         messages.error(
             request, f"{provider.label} is not set up on this server yet; ask an operator (README)."
         )
