@@ -71,7 +71,7 @@ def queue_auto_source(*, agent: Agent, page_url: str) -> bool:
     from django.core.cache import cache
 
     from ingestion.kinds.auto import AutoKind, visited_page_known, visited_page_url
-    from ingestion.kinds.base import KindError
+    from ingestion.kinds.config import KindError
     from ingestion.lifecycle import source_create
 
     parts = urlsplit(page_url)

@@ -16,7 +16,6 @@ from django.conf import settings
 
 from ingestion.indexing import source_index
 from ingestion.kinds.config import KindConfig, NoConfig
-from ingestion.kinds.config import KindError as KindError  # its old home, until every importer names config
 from sources.models import Document, Source, Status
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ingestion.kinds.base import KindError
+from ingestion.kinds.config import KindError
 from ingestion.parsers.html import main_content_markdown, metadata_title
 from retrieval.stores.base import FILTER_KEY
 
