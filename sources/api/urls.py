@@ -1,6 +1,7 @@
 from django.urls import path, register_converter
 
-from sources.api import agents, documents, search, usage, views
+from sources.api import agents, documents, reprocess, search, usage
+from sources.api import sources as source_views
 
 
 class ExternalIdConverter:
@@ -19,24 +20,28 @@ class ExternalIdConverter:
 register_converter(ExternalIdConverter, "external_id")
 
 urlpatterns = [
-    path("sources", views.SourceListView.as_view(), name="source-list"),
-    path("sources/<int:source_id>", views.SourceDetailView.as_view(), name="source-detail"),
-    path("sources/<int:source_id>/recrawl", views.SourceRecrawlView.as_view(), name="source-recrawl"),
-    path("sources/<int:source_id>/reindex", views.SourceReindexView.as_view(), name="source-reindex"),
+    path("sources", source_views.SourceListView.as_view(), name="source-list"),
+    path("sources/<int:source_id>", source_views.SourceDetailView.as_view(), name="source-detail"),
+    path("sources/<int:source_id>/recrawl", reprocess.SourceRecrawlView.as_view(), name="source-recrawl"),
+    path("sources/<int:source_id>/reindex", reprocess.SourceReindexView.as_view(), name="source-reindex"),
     path(
         "sources/<int:source_id>/retry-failed",
-        views.SourceRetryFailedView.as_view(),
+        reprocess.SourceRetryFailedView.as_view(),
         name="source-retry-failed",
     ),
-    path("sources/<int:source_id>/documents", views.SourceDocumentsView.as_view(), name="source-documents"),
+    path(
+        "sources/<int:source_id>/documents",
+        source_views.SourceDocumentsView.as_view(),
+        name="source-documents",
+    ),
     path(
         "sources/<int:source_id>/documents/<int:document_id>/index-anyway",
-        views.DocumentIndexAnywayView.as_view(),
+        reprocess.DocumentIndexAnywayView.as_view(),
         name="source-document-index-anyway",
     ),
     path("workspace", search.WorkspaceSettingsView.as_view(), name="workspace-settings"),
     path("workspace/usage", usage.WorkspaceUsageView.as_view(), name="workspace-usage"),
-    path("sources/<int:source_id>/preview", views.SourcePreviewView.as_view(), name="source-preview"),
+    path("sources/<int:source_id>/preview", source_views.SourcePreviewView.as_view(), name="source-preview"),
     path("search", search.SearchView.as_view(), name="search"),
     path("discover", search.DiscoverView.as_view(), name="discover"),
     # Agents by integer id, for API keys and the web UI's session. The widget's API under agents/ is keyed by

@@ -1,4 +1,6 @@
-"""The REST API for sources. Views parse and authorise; services and selectors do the work."""
+"""A workspace's sources over the REST API: list and add (JSON, or files), read, change and delete, and
+what a source holds (its pages, a preview). Views parse and authorise; services and selectors do the work.
+Work queued again on a source (recrawl, reindex, retry, index anyway) is reprocess.py."""
 
 from __future__ import annotations
 
@@ -40,19 +42,16 @@ from sources.api.serializers import (
     SourceUploadSerializer,
     UploadedSourceSerializer,
 )
-from sources.models import Document, Source, Status
+from sources.models import Source, Status
 
 ENVELOPE_FIELDS = {"kind", "title", "agent", "schedule", "audiences", "metadata"}
 LABEL_FIELDS = ("audiences", "metadata")
 ERRORS = {401: ErrorSerializer, 402: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such source in your workspace.")}
 SOURCE_ID = OpenApiParameter("source_id", int, OpenApiParameter.PATH, description="The source's id.")
-DOCUMENT_ID = OpenApiParameter(
-    "document_id", int, OpenApiParameter.PATH, description="The id of one of the source's documents."
-)
 
 
-def _source(source_id: int) -> Source:
+def source_or_404(source_id: int) -> Source:
     source = Source.objects.filter(id=source_id).first()
     if source is None:  # another workspace's source looks exactly like a missing one
         raise Http404
@@ -208,7 +207,7 @@ class SourceDetailView(WorkspaceAPIView):
         responses={200: SourceSerializer, **NOT_FOUND, **ERRORS},
     )
     def get(self, request: Request, source_id: int) -> Response:
-        return Response(SourceSerializer(_source(source_id)).data)
+        return Response(SourceSerializer(source_or_404(source_id)).data)
 
     @extend_schema(
         operation_id="sources_destroy",
@@ -220,7 +219,7 @@ class SourceDetailView(WorkspaceAPIView):
         },
     )
     def delete(self, request: Request, source_id: int) -> Response:
-        lifecycle.source_delete(source=_source(source_id))
+        lifecycle.source_delete(source=source_or_404(source_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
@@ -232,7 +231,7 @@ class SourceDetailView(WorkspaceAPIView):
         "again).",
     )
     def patch(self, request: Request, source_id: int) -> Response:
-        source = _source(source_id)
+        source = source_or_404(source_id)
         body = SourceUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -280,93 +279,10 @@ class SourceDocumentsView(WorkspaceAPIView):
         },
     )
     def get(self, request: Request, source_id: int) -> Response:
-        documents = filter_documents(_source(source_id).documents.all(), request)
+        documents = filter_documents(source_or_404(source_id).documents.all(), request)
         paginator = OldestFirst()
         page = paginator.paginate_queryset(documents, request, view=self)
         return paginator.get_paginated_response(DocumentSerializer(page, many=True).data)
-
-
-ACCEPTED = {202: SourceSerializer, 400: ErrorSerializer, **NOT_FOUND, **ERRORS}
-
-
-class SourceRecrawlView(WorkspaceAPIView):
-    @extend_schema(operation_id="sources_recrawl", parameters=[SOURCE_ID], request=None, responses=ACCEPTED)
-    def post(self, request: Request, source_id: int) -> Response:
-        source = _source(source_id)
-        if not lifecycle.source_recrawl(source=source):
-            raise ValidationError(
-                {"source": ["Only web sources that are not already crawling can be recrawled."]}
-            )
-        source.refresh_from_db()
-        return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)
-
-
-class SourceReindexView(WorkspaceAPIView):
-    @extend_schema(operation_id="sources_reindex", parameters=[SOURCE_ID], request=None, responses=ACCEPTED)
-    def post(self, request: Request, source_id: int) -> Response:
-        source = _source(source_id)
-        if not lifecycle.source_reindex(source=source):
-            raise ValidationError({"source": ["This source is already being processed."]})
-        source.refresh_from_db()
-        return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)
-
-
-class RetriedSerializer(SourceSerializer):
-    retried = serializers.IntegerField(read_only=True, help_text="How many failed pages were queued.")
-
-    class Meta(SourceSerializer.Meta):
-        fields = [*SourceSerializer.Meta.fields, "retried"]
-        read_only_fields = fields
-
-
-class SourceRetryFailedView(WorkspaceAPIView):
-    """Queue a source's failed pages again: fetched again for web sources, indexed again otherwise."""
-
-    @extend_schema(
-        operation_id="sources_retry_failed",
-        parameters=[SOURCE_ID],
-        request=None,
-        responses={**ACCEPTED, 202: RetriedSerializer},
-    )
-    def post(self, request: Request, source_id: int) -> Response:
-        source = _source(source_id)
-        queued = lifecycle.retry_failed(source=source)
-        if not queued:
-            raise ValidationError({"source": ["This source has no failed pages, or it is being processed."]})
-        source.refresh_from_db()
-        return Response({**SourceSerializer(source).data, "retried": queued}, status=status.HTTP_202_ACCEPTED)
-
-
-class DocumentIndexAnywayView(WorkspaceAPIView):
-    """Index a skipped page after all: it is fetched again and kept however little text it has, and stays
-    kept through re-syncs (`keep_short`)."""
-
-    @extend_schema(
-        operation_id="sources_documents_index_anyway",
-        parameters=[SOURCE_ID, DOCUMENT_ID],
-        request=None,
-        responses={
-            202: OpenApiResponse(DocumentSerializer, description="Queued: fetched again and indexed."),
-            400: OpenApiResponse(
-                ErrorSerializer,
-                description="The page is not skipped, its source is being processed, or it is a search page"
-                " with no text of its own.",
-            ),
-            404: OpenApiResponse(ErrorSerializer, description="No such source or page in your workspace."),
-            **ERRORS,
-        },
-        summary="Index a skipped page anyway.",
-    )
-    def post(self, request: Request, source_id: int, document_id: int) -> Response:
-        document = Document.objects.filter(id=document_id, source_id=_source(source_id).id).first()
-        if document is None:
-            raise Http404
-        try:
-            lifecycle.index_anyway(document=document)
-        except KindError as exc:
-            raise ValidationError(exc.errors) from exc
-        document.refresh_from_db()
-        return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
 
 
 SourcePreview = inline_serializer(
@@ -400,4 +316,4 @@ class SourcePreviewView(WorkspaceAPIView):
     def get(self, request: Request, source_id: int) -> Response:
         from sources.selectors import source_preview
 
-        return Response(source_preview(source=_source(source_id)))
+        return Response(source_preview(source=source_or_404(source_id)))
