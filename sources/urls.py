@@ -9,6 +9,7 @@ from sources.web.views import invitations as invitation_views
 from sources.web.views import pages as page_views
 from sources.web.views import preview as preview_views
 from sources.web.views import settings as settings_views
+from sources.web.views import source_settings as source_settings_views
 from sources.web.views import sources as views
 
 urlpatterns = [
@@ -78,7 +79,11 @@ urlpatterns = [
     path("app/agents/<int:agent_id>/sources.json", views.agent_sources_json, name="app-agent-sources-json"),
     path("app/agents/<int:agent_id>/sources/bulk", views.sources_bulk, name="app-sources-bulk"),
     path("app/agents/<int:agent_id>/sources/add", views.source_add, name="app-source-add"),
-    path("app/agents/<int:agent_id>/chunks/preview", views.text_chunk_preview, name="app-text-chunk-preview"),
+    path(
+        "app/agents/<int:agent_id>/chunks/preview",
+        source_settings_views.text_chunk_preview,
+        name="app-text-chunk-preview",
+    ),
     path("app/agents/<int:agent_id>/discover", views.discover, name="app-discover"),
     path("app/agents/<int:agent_id>/discover/add", views.discover_add, name="app-discover-add"),
     path("app/agents/<int:agent_id>/test", agent_views.agent_test, name="app-agent-test"),
@@ -105,10 +110,14 @@ urlpatterns = [
     path("app/sources/<int:source_id>/delete", views.source_delete, name="app-source-delete"),
     path("app/sources/<int:source_id>/reupload", views.source_reupload, name="app-source-reupload"),
     path("app/sources/<int:source_id>/preview", views.source_preview_page, name="app-source-preview"),
-    path("app/sources/<int:source_id>/settings", views.source_settings, name="app-source-settings"),
+    path(
+        "app/sources/<int:source_id>/settings",
+        source_settings_views.source_settings,
+        name="app-source-settings",
+    ),
     path(
         "app/sources/<int:source_id>/chunks/preview",
-        views.source_chunk_preview,
+        source_settings_views.source_chunk_preview,
         name="app-source-chunk-preview",
     ),
     path("app/sources/<int:source_id>/failed", page_views.source_failed_pages, name="app-source-failed"),

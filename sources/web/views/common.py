@@ -1,11 +1,13 @@
-"""What the admin UI's views share: reading a body, the page frame, JSON errors."""
+"""What the admin UI's views share: reading a body, the page frame, JSON errors, the redirect back to an
+agent's sources."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
 
 from agents.models import Agent
 from sources.models import Membership, Source
@@ -46,6 +48,10 @@ def layout(request: HttpRequest, membership: Membership, **extra: Any) -> dict[s
         "can_manage": membership.can_manage,
         **extra,
     }
+
+
+def back_to_sources(source: Source) -> HttpResponse:
+    return redirect("app-agent-sources", agent_id=source.agent_id)
 
 
 def source_layout(

@@ -1,5 +1,6 @@
 """The admin UI's pages about an agent's sources: the list (with its live refresh), adding, discovering
-pages, and one source's preview, reindex, recrawl, re-upload and delete. Writes go through
+pages, and one source's preview, reindex, recrawl, re-upload, retry and delete (its settings page is
+source_settings.py). Writes go through
 ingestion.lifecycle; presenters shape rows; the decorators check who may see and change what.
 """
 
@@ -15,7 +16,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents.models import Agent
-from ingestion import chunk_settings, lifecycle
+from ingestion import lifecycle
 from ingestion.kinds.config import KindError
 from ingestion.kinds.registry import fetching_kind_names
 from ingestion.kinds.upload import UploadTooLarge, human_size
@@ -24,13 +25,15 @@ from sources.models import Membership, Source
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters, source_listing
-from sources.web.decorators import for_agent, for_source, forbidden, manager_required, wants_json
-from sources.web.views.common import body_of, errors_response, layout, quota_refused, source_layout
-
-
-def _back_to_sources(source: Source) -> HttpResponse:
-    return redirect("app-agent-sources", agent_id=source.agent_id)
-
+from sources.web.decorators import for_agent, for_source, manager_required, wants_json
+from sources.web.views.common import (
+    back_to_sources,
+    body_of,
+    errors_response,
+    layout,
+    quota_refused,
+    source_layout,
+)
 
 # --- an agent's sources ---------------------------------------------------------------------------------
 
@@ -246,7 +249,7 @@ def source_reprocess(
         messages.success(request, f"{source.title}: {action} started.")
     else:
         messages.error(request, f"{source.title}: {refusal}")
-    return _back_to_sources(source)
+    return back_to_sources(source)
 
 
 @require_http_methods(["GET", "POST"])
@@ -262,7 +265,7 @@ def source_delete(request: HttpRequest, source: Source, membership: Membership) 
     if wants_json(request):
         return JsonResponse({"deleted": source_id})
     messages.success(request, f"Deleted {title}.")
-    return _back_to_sources(source)
+    return back_to_sources(source)
 
 
 @require_POST
@@ -282,11 +285,11 @@ def source_reupload(request: HttpRequest, source: Source, membership: Membership
         if wants_json(request):
             return JsonResponse({"id": source.id}, status=202)
         messages.success(request, f"{source.title}: uploaded again; it is being indexed.")
-        return _back_to_sources(source)
+        return back_to_sources(source)
     if wants_json(request):
         return errors_response(errors, status)
     messages.error(request, " ".join(m for ms in errors.values() for m in ms))
-    return _back_to_sources(source)
+    return back_to_sources(source)
 
 
 @require_GET
@@ -304,85 +307,6 @@ def source_preview_page(request: HttpRequest, source: Source, membership: Member
     return render(request, template, context)
 
 
-# --- freshness: settings, failed pages -------------------------------------------------------------------
-
-
-@require_http_methods(["GET", "POST"])
-@for_source
-def source_settings(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
-    """A source's title, sync schedule, pause, labels and chunking; everyone sees them, owners and admins
-    change them. The Preview button (without JavaScript) shows the chunks typed settings make, unsaved."""
-    errors: dict[str, list[str]] = {}
-    status = 200
-    chunking = forms.chunking_text(source)
-    chunk_preview = None
-    if request.method == "POST" and "preview" in request.POST:
-        chunking = {name: str(request.POST.get(name, "")) for name in chunking}
-        try:
-            chunk_preview = _chunk_preview(source, request.POST)
-        except KindError as exc:
-            errors, status = exc.errors, 400
-    elif request.method == "POST":
-        if not membership.can_manage:
-            return forbidden(request)
-        try:
-            forms.source_settings(source=source, form=body_of(request))
-        except KindError as exc:
-            errors, status = exc.errors, 400
-        else:
-            if wants_json(request):
-                return JsonResponse({"id": source.id})
-            messages.success(request, f"{source.title}: settings saved.")
-            return _back_to_sources(source)
-        if wants_json(request):
-            return errors_response(errors, status)
-    context = source_layout(
-        request,
-        membership,
-        source,
-        schedules=presenters.schedule_choices(),
-        errors=errors,
-        labels=forms.labels_text(source),
-        chunking=chunking,
-        chunk_defaults={"size": settings.CHUNK_TARGET_CHARS, "overlap": settings.CHUNK_OVERLAP_CHARS},
-        chunk_preview=chunk_preview,
-    )
-    return render(request, "app/source_settings.html", context, status=status)
-
-
-def _chunk_preview(source: Source | None, form: Any) -> dict[str, Any]:
-    """The chunks the typed settings make of the typed text, or of the source's own kept text."""
-    chosen = chunk_settings.validated(forms.form_chunking(form) or {})
-    text = str(form.get("preview_text") or form.get("content") or "")
-    if source is None:
-        if not text.strip():
-            raise KindError({"content": ["Paste the text to preview first."]})
-        chunking = chunk_settings.default_chunking(chosen)
-        return chunk_settings.preview(chunking=chunking, texts=[("Pasted text", text)]).as_dict()
-    return chunk_settings.source_preview(source=source, chosen=chosen, text=text).as_dict()
-
-
-@require_POST
-@for_source
-def source_chunk_preview(request: HttpRequest, source: Source, membership: Membership) -> JsonResponse:
-    """The settings page's Preview: nothing is saved, so every member may look."""
-    try:
-        return JsonResponse(_chunk_preview(source, body_of(request)))
-    except KindError as exc:
-        return errors_response(exc.errors)
-
-
-@require_POST
-@for_agent
-@manager_required
-def text_chunk_preview(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
-    """The add dialog's Preview: the chunks its settings make of the pasted text, before it is added."""
-    try:
-        return JsonResponse(_chunk_preview(None, body_of(request)))
-    except KindError as exc:
-        return errors_response(exc.errors)
-
-
 @require_POST
 @for_source
 @manager_required
@@ -393,7 +317,7 @@ def source_retry_failed(request: HttpRequest, source: Source, membership: Member
         if wants_json(request):
             return quota_refused(exc)
         messages.error(request, exc.message)
-        return _back_to_sources(source)
+        return back_to_sources(source)
     if wants_json(request):
         if not queued:
             return JsonResponse({"source": ["No failed pages, or the source is busy."]}, status=400)
@@ -403,4 +327,4 @@ def source_retry_failed(request: HttpRequest, source: Source, membership: Member
         messages.success(request, f"{source.title}: retrying {queued} failed page{plural}.")
     else:
         messages.error(request, f"{source.title}: no failed pages to retry, or it is busy; try again later.")
-    return _back_to_sources(source)
+    return back_to_sources(source)
