@@ -1,6 +1,6 @@
 """Freshness: when a source is synced again, which sources are due, and what a sync did.
 
-A sync is one pass over a source's listing (ingestion.pages.source_expand opens it, stamping
+A sync is one pass over a source's listing (ingestion.expansion.source_expand opens it, stamping
 `sync_started_at`); it ends when none of its pages is in flight (`finish`, called by
 status.source_refresh_status), which removes the pages the evidence condemned, writes the outcome
 (`Source.last_sync`) and the next date. Removal needs evidence: a page that answered 404/410 in two syncs

@@ -1,15 +1,14 @@
-"""Page jobs: expand a fetching source into pages, fetch and extract each page, hand it to indexing.
+"""Page jobs: fetch and extract one page of a fetching source, and hand it to indexing. A source's pages come
+from its listing (ingestion/expansion.py).
 
-The tasks in ingestion/tasks.py are thin; the decisions live here (what a source lists is its kind's).
-Each page's fate is one of:
+The tasks in ingestion/tasks.py are thin; the decisions live here. Each page's fate is one of:
   done (indexed, or unchanged since the last crawl), retried (transient failure, with backoff),
   requeued (rate-limited: waits without spending an attempt), failed (permanent, with the reason),
   skipped (left out on purpose: too little text, only links, a search page; with the reason and the size of
   its text, and indexed anyway when the admin asks: Document.keep_short, or the source's keep_short_pages).
 
-Every expansion opens a sync (ingestion/freshness.py). A re-sync is cheap: a page whose sitemap <lastmod> is
-what it was is not fetched; the rest are fetched conditionally (ETag / Last-Modified); a body whose text
-hash is unchanged is not embedded again. Pages are only marked for removal on evidence (see freshness.py).
+A known page is fetched conditionally (ETag / Last-Modified), and a body whose text hash is unchanged is not
+embedded again. A 404 or 410 is a strike against the page, which is removed only on evidence (freshness.py).
 """
 
 from __future__ import annotations
@@ -17,10 +16,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import traceback
 from dataclasses import dataclass
 
-from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -29,17 +26,12 @@ from django.utils import timezone
 from checked_http.errors import FetchError, PermanentFetchError, RateLimitedError, TransientFetchError
 from config import metrics
 from config.logging import operator_detail
-from ingestion import freshness
-from ingestion.admission import admit_pages
 from ingestion.crawl.extract import DroppedPage
 from ingestion.crawl.fetch import FetchPolicy, fetch_policy
-from ingestion.crawl.robots import allowed_by_robots
-from ingestion.crawl.strategies import fetch_and_extract
+from ingestion.crawl.robots import robots_allows
+from ingestion.crawl.strategies import CrawledPage, fetch_and_extract
 from ingestion.failures import failure_class_of
 from ingestion.files import parse_fetched_file
-from ingestion.jobs import claims
-from ingestion.kinds.base import Expansion
-from ingestion.kinds.registry import get_kind
 from ingestion.parsers.base import ParseError
 from retrieval.vectors import delete_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
@@ -49,157 +41,6 @@ log = logging.getLogger(__name__)
 
 FRIENDLY_RATE_LIMIT = "The site is rate-limiting us; we'll retry automatically."
 GONE_STATUSES = (404, 410)
-
-
-# --- expanding a source into pages ----------------------------------------------------------------
-
-
-def source_expand(*, source: Source) -> list[int]:
-    """Claim a pending source, open a sync, list its pages as documents, and return the ids of those to
-    crawl."""
-    with workspace_scope(source.workspace_id):
-        if not claims.claim_pending_source(source=source, to=Status.CRAWLING, opens_sync=True):
-            return []
-        try:
-            expansion = get_kind(source.kind).expand(source=source)
-            return _documents_for(source, expansion)
-        except FetchError as exc:
-            _listing_failed(source, exc.message, exc.detail)
-        except SoftTimeLimitExceeded:
-            raise  # the task's time limit: the task decides what a timeout means
-        except Exception:
-            # Unexpected: fail the source with the trace for operators instead of leaving it crawling.
-            log.exception("expanding source %s failed", source.id)
-            _listing_failed(source, "Something went wrong while reading this source.", traceback.format_exc())
-        return []
-
-
-def _listing_failed(source: Source, message: str, detail: str) -> None:
-    """The listing could not be read. A source never indexed fails; one with pages keeps them (a listing
-    that failed is no evidence against them) and says so, until the next sync."""
-    # Skipped pages are known pages too: the next sync decides about them again.
-    indexed = Document.objects.filter(source_id=source.id, status__in=[Status.DONE, Status.SKIPPED]).exists()
-    if indexed:
-        Source.objects.filter(id=source.id).update(
-            status=Status.DONE, notice=f"The last sync couldn't read the listing: {message}"[:500]
-        )
-    else:
-        Source.objects.filter(id=source.id).update(
-            status=Status.FAILED, error=message[:500], error_detail=operator_detail(detail)
-        )
-    freshness.finish(source_id=source.id, listing_error=message)
-
-
-def _documents_for(source: Source, expansion: Expansion) -> list[int]:
-    # Pages robots.txt disallows are neither queued nor fetched: a listing filters them (outside any page
-    # cap) and says how many; this catches the kinds that list without filtering (a single page, a feed
-    # item kept from an earlier sync). They are a count on the source, not failures.
-    allowed = allowed_by_robots(fetch_policy())
-    urls = [u for u in expansion.urls if allowed(u)]
-    skipped = expansion.skipped_by_robots + len(expansion.urls) - len(urls)
-    if expansion.urls and not urls:
-        raise PermanentFetchError(
-            "The site's robots.txt asks crawlers not to fetch "
-            + ("this page." if len(expansion.urls) == 1 else "any of the pages listed."),
-            f"disallowed by robots.txt: {', '.join(expansion.urls[:5])}",
-        )
-    lastmod = expansion.lastmod
-    with transaction.atomic():
-        existing = {d.url: d for d in source.documents.all()}
-        source.documents.update(sync_outcome="")
-        listed = set(urls)  # admission below only leaves out new pages: every known one stays listed
-        unlisted = [d for url, d in existing.items() if url not in listed]
-        condemned = _strike_unlisted(source, unlisted) if expansion.complete else set()
-        # A feed's items that left it are fetched again too: every fetch counts against the plan.
-        recheck = (
-            [d for d in unlisted if d.id not in condemned and allowed(d.url)]
-            if expansion.recheck_unlisted
-            else []
-        )
-        # The plan admits new pages up to its documents quota and fetches up to today's crawl pages;
-        # listed known pages are fetched again before the re-checked ones that left the listing.
-        known = [u for u in urls if u in existing and not _unchanged(existing[u], lastmod)]
-        admitted = admit_pages(
-            source=source, new_urls=[u for u in urls if u not in existing], refetch=len(known) + len(recheck)
-        )
-        if urls and not existing and not admitted.new_urls:
-            raise PermanentFetchError(admitted.notice, f"plan quota: {admitted.stopped}")
-        # Known pages not fetched today keep what they have, and this sync says they were held back.
-        held_back = {existing[u].id for u in known[admitted.refetch :]}
-        rechecks_granted = max(admitted.refetch - len(known), 0)
-        held_back |= {d.id for d in recheck[rechecks_granted:]}
-        rechecked = [d.id for d in recheck[:rechecks_granted]]
-        admitted_new = set(admitted.new_urls)
-        urls = [u for u in urls if u in existing or u in admitted_new]
-        Document.objects.bulk_create(
-            [
-                Document(
-                    workspace_id=source.workspace_id,
-                    source=source,
-                    url=u,
-                    title=u,
-                    lastmod=lastmod.get(u, ""),
-                )
-                for u in urls
-                if u not in existing
-            ],
-            batch_size=500,
-        )
-        unchanged, refetch = [], []
-        for url in urls:
-            document = existing.get(url)
-            if document is None or document.id in held_back:
-                continue
-            if _unchanged(document, lastmod):
-                unchanged.append(document.id)  # the sitemap says so: no request needed
-            else:
-                refetch.append(document)
-        source.documents.filter(id__in=unchanged).update(sync_outcome="unchanged", unlisted_strikes=0)
-        source.documents.filter(id__in=held_back, url__in=listed).update(unlisted_strikes=0)
-        source.documents.filter(id__in=held_back).update(sync_outcome=freshness.HELD_BACK)
-        for document in refetch:
-            document.lastmod = lastmod.get(document.url, document.lastmod)
-        Document.objects.bulk_update(refetch, ["lastmod"], batch_size=500)
-        queued = source.documents.filter(url__in=listed).exclude(id__in=[*unchanged, *held_back])
-        queued.update(unlisted_strikes=0)
-        to_crawl = source.documents.filter(id__in=[*queued.values_list("id", flat=True), *rechecked])
-        # Known pages keep their ETag and content hash, so fetching them again is incremental, and the
-        # admin's "index it anyway" (keep_short), so a skipped page they kept stays kept.
-        # updated_at too: the sweeper judges pending pages by it, and a page indexed days ago is not stalled.
-        to_crawl.update(**fetch_again())
-        notice = f"{expansion.notice} {admitted.notice}".strip()
-        if skipped:
-            robots = f"{skipped} listed page{'s' if skipped != 1 else ''} skipped by robots.txt."
-            notice = f"{notice} {robots}".strip()
-        state = {**(Source.objects.filter(id=source.id).values_list("state", flat=True).first() or {})}
-        state["skipped_by_robots"] = skipped
-        state["quota_stopped"] = admitted.stopped
-        Source.objects.filter(id=source.id).update(pages_total=len(urls), notice=notice[:500], state=state)
-        return list(to_crawl.order_by("id").values_list("id", flat=True))
-
-
-def _unchanged(document: Document, lastmod: dict[str, str]) -> bool:
-    modified = lastmod.get(document.url, "")
-    return bool(modified) and modified == document.lastmod and document.status == Status.DONE
-
-
-def _strike_unlisted(source: Source, unlisted: list[Document]) -> set[int]:
-    """A complete listing left these pages out: one more strike each; those at the limit are condemned
-    (removed when the sync ends)."""
-    if not unlisted:
-        return set()
-    ids = [d.id for d in unlisted]
-    Document.objects.filter(id__in=ids).update(unlisted_strikes=F("unlisted_strikes") + 1)
-    condemned = set(
-        Document.objects.filter(id__in=ids, unlisted_strikes__gte=settings.SYNC_PRUNE_AFTER).values_list(
-            "id", flat=True
-        )
-    )
-    Document.objects.filter(id__in=condemned).update(sync_outcome="removed_unlisted")
-    return condemned
-
-
-# --- one page ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -253,93 +94,106 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
         ).update(status=Status.CRAWLING, attempts=F("attempts") + 1, due_by=None, updated_at=timezone.now())
         if claimed != 1:
             return PageOutcome()
-        source = document.source
-        headers = {}
-        if document.etag:
-            headers["If-None-Match"] = document.etag
-        if document.last_modified:
-            headers["If-Modified-Since"] = document.last_modified
-        try:
-            _check_robots(document.url)
-            crawled = fetch_and_extract(
-                document.url,
-                page_policy(source),
-                order=source.config.get("strategies") or settings.CRAWL_STRATEGIES,
-                headers=headers or None,
-                keep_short=keeps_short_pages(document, source),
-            )
-        except RateLimitedError as exc:
-            if requeues >= settings.CRAWL_MAX_RATE_LIMIT_REQUEUES:
-                return _fail(
-                    document,
-                    "The site kept rate-limiting us; we stopped trying for now.",
-                    exc.detail,
-                    failure="rate_limited",
-                )
-            wait = exc.retry_after_s if exc.retry_after_s is not None else settings.CRAWL_RATE_LIMIT_WAIT
-            wait = min(max(wait, 0.0), max_countdown())
-            _note(document, FRIENDLY_RATE_LIMIT, exc.detail, status=Status.PENDING, waits_for=wait)
-            return PageOutcome(requeue_in=wait)
-        except TransientFetchError as exc:
-            backoff = settings.CRAWL_RETRY_BACKOFF
-            if attempt >= len(backoff):
-                return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
-            wait = backoff[attempt]
-            message = f"{exc.message} We'll retry automatically."
-            _note(document, message, exc.detail, status=Status.PENDING, waits_for=wait)
-            return PageOutcome(retry_in=wait)
-        except (PermanentFetchError, FetchError) as exc:
-            if exc.status in GONE_STATUSES:
-                return _gone(document, source, exc)
-            return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
-        except DroppedPage as exc:
-            if exc.skipped:
-                return _skip(document, exc)
-            return _fail(document, exc.message, f"dropped: {exc.reason}", failure="dropped")
-        page, extracted = crawled.page, crawled.extracted
-        fetched = {
-            "etag": page.headers.get("etag", "")[:300],
-            "last_modified": page.headers.get("last-modified", "")[:100],
-            "fetched_at": timezone.now(),
-            "error": "",
-            "error_detail": "",
-            "failure_class": "",
-            "skip_reason": "",
-            "skipped_chars": 0,
-            "gone_strikes": 0,
-            "gone_seen_at": None,
-        }
-        if page.not_modified:
-            Document.objects.filter(id=document.id).update(
-                status=Status.DONE, sync_outcome="unchanged", **fetched
-            )
-            metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
-            return PageOutcome()
-        if extracted is None:
-            try:
-                extracted = parse_fetched_file(page)
-            except ParseError as exc:
-                detail = f"{exc.reason}: {exc.detail} ({page.content_type})"
-                return _fail(document, exc.message, detail, failure="unreadable")
-        content_hash = hashlib.sha256(extracted.text.encode()).hexdigest()
-        if content_hash == document.content_hash and document.chunks.exists():
-            # Unchanged since the last crawl: nothing to re-embed.
-            Document.objects.filter(id=document.id).update(
-                status=Status.DONE, sync_outcome="unchanged", **fetched
-            )
-            metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
-            return PageOutcome()
-        Document.objects.filter(id=document.id).update(
-            status=Status.INDEXING,
-            title=(extracted.title or document.url)[:500],
-            text=extracted.text,
-            language=(extracted.language or "")[:16],
-            content_hash=content_hash,
-            sync_outcome="changed" if document.content_hash else "added",
-            **fetched,
+        crawled = _fetch(document, document.source, attempt=attempt, requeues=requeues)
+        if isinstance(crawled, PageOutcome):
+            return crawled
+        return _keep(document, crawled)
+
+
+def _fetch(document: Document, source: Source, *, attempt: int, requeues: int) -> CrawledPage | PageOutcome:
+    """The page fetched (conditionally, when known) and extracted; or, when that failed, what comes next:
+    a retry, a requeue, a failure, a strike for a page gone, a skip."""
+    headers = {}
+    if document.etag:
+        headers["If-None-Match"] = document.etag
+    if document.last_modified:
+        headers["If-Modified-Since"] = document.last_modified
+    try:
+        _check_robots(document.url)
+        return fetch_and_extract(
+            document.url,
+            page_policy(source),
+            order=source.config.get("strategies") or settings.CRAWL_STRATEGIES,
+            headers=headers or None,
+            keep_short=keeps_short_pages(document, source),
         )
-        metrics.PAGES_CRAWLED.labels(outcome="fetched").inc()
-        return PageOutcome(index=True)
+    except RateLimitedError as exc:
+        if requeues >= settings.CRAWL_MAX_RATE_LIMIT_REQUEUES:
+            return _fail(
+                document,
+                "The site kept rate-limiting us; we stopped trying for now.",
+                exc.detail,
+                failure="rate_limited",
+            )
+        wait = exc.retry_after_s if exc.retry_after_s is not None else settings.CRAWL_RATE_LIMIT_WAIT
+        wait = min(max(wait, 0.0), max_countdown())
+        _note(document, FRIENDLY_RATE_LIMIT, exc.detail, status=Status.PENDING, waits_for=wait)
+        return PageOutcome(requeue_in=wait)
+    except TransientFetchError as exc:
+        backoff = settings.CRAWL_RETRY_BACKOFF
+        if attempt >= len(backoff):
+            return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
+        wait = backoff[attempt]
+        message = f"{exc.message} We'll retry automatically."
+        _note(document, message, exc.detail, status=Status.PENDING, waits_for=wait)
+        return PageOutcome(retry_in=wait)
+    except (PermanentFetchError, FetchError) as exc:
+        if exc.status in GONE_STATUSES:
+            return _gone(document, source, exc)
+        return _fail(document, exc.message, exc.detail, failure=failure_class_of(exc))
+    except DroppedPage as exc:
+        if exc.skipped:
+            return _skip(document, exc)
+        return _fail(document, exc.message, f"dropped: {exc.reason}", failure="dropped")
+
+
+def _keep(document: Document, crawled: CrawledPage) -> PageOutcome:
+    """Keep what the fetch brought: done when unchanged (a 304, or the same text), else the new text, to be
+    indexed."""
+    page, extracted = crawled.page, crawled.extracted
+    fetched = {
+        "etag": page.headers.get("etag", "")[:300],
+        "last_modified": page.headers.get("last-modified", "")[:100],
+        "fetched_at": timezone.now(),
+        "error": "",
+        "error_detail": "",
+        "failure_class": "",
+        "skip_reason": "",
+        "skipped_chars": 0,
+        "gone_strikes": 0,
+        "gone_seen_at": None,
+    }
+    if page.not_modified:
+        Document.objects.filter(id=document.id).update(
+            status=Status.DONE, sync_outcome="unchanged", **fetched
+        )
+        metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
+        return PageOutcome()
+    if extracted is None:
+        try:
+            extracted = parse_fetched_file(page)
+        except ParseError as exc:
+            detail = f"{exc.reason}: {exc.detail} ({page.content_type})"
+            return _fail(document, exc.message, detail, failure="unreadable")
+    content_hash = hashlib.sha256(extracted.text.encode()).hexdigest()
+    if content_hash == document.content_hash and document.chunks.exists():
+        # Unchanged since the last crawl: nothing to re-embed.
+        Document.objects.filter(id=document.id).update(
+            status=Status.DONE, sync_outcome="unchanged", **fetched
+        )
+        metrics.PAGES_CRAWLED.labels(outcome="unchanged").inc()
+        return PageOutcome()
+    Document.objects.filter(id=document.id).update(
+        status=Status.INDEXING,
+        title=(extracted.title or document.url)[:500],
+        text=extracted.text,
+        language=(extracted.language or "")[:16],
+        content_hash=content_hash,
+        sync_outcome="changed" if document.content_hash else "added",
+        **fetched,
+    )
+    metrics.PAGES_CRAWLED.labels(outcome="fetched").inc()
+    return PageOutcome(index=True)
 
 
 def _gone(document: Document, source: Source, exc: FetchError) -> PageOutcome:
@@ -360,8 +214,6 @@ def _gone(document: Document, source: Source, exc: FetchError) -> PageOutcome:
 
 
 def _check_robots(url: str) -> None:
-    from ingestion.crawl.robots import robots_allows
-
     if not robots_allows(url, fetch_policy()):
         raise PermanentFetchError(
             "The site's robots.txt asks crawlers not to fetch this page.", f"disallowed by robots.txt: {url}"

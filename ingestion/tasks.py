@@ -16,7 +16,7 @@ from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import transaction
 
-from ingestion import indexing, lifecycle, pages
+from ingestion import expansion, indexing, lifecycle, pages
 from ingestion.crawl import hosts, robots
 from ingestion.crawl.fetch import fetch_policy
 from ingestion.jobs import lanes, sweeper
@@ -81,7 +81,7 @@ def crawl_source(*, workspace_id: int, source_id: int) -> None:
         source = Source.objects.filter(id=source_id).first()
         if source is None:
             return
-        document_ids = pages.source_expand(source=source)
+        document_ids = expansion.source_expand(source=source)
         lifecycle.queue_page_jobs(workspace_id=workspace_id, document_ids=document_ids)
         indexing.source_refresh_status(source_id=source_id)
 

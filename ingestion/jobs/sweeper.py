@@ -9,6 +9,7 @@ was dropped), judged after CRAWL_STALLED_AFTER. See docs/RELIABILITY.md.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -103,8 +104,22 @@ def sweep_stalled() -> dict[str, int]:
             due_by=None,
         )
         sweep.touched[source_id] = workspace_id
-    # Sources stuck in an active state with nothing in flight (e.g. a killed expansion or parse) also end,
-    # or, for a file or text source with attempts left, are queued again.
+    _sweep_stuck_sources(sweep, resumable, cutoff)
+    sweep.publish()
+    pumped = _pump_backlogs(crawled_kinds)
+    _settle(sweep)
+    return {
+        "documents_failed": failed,
+        "documents_requeued": sum(len(ids) for ids in [*sweep.crawl.values(), *sweep.index.values()]),
+        "sources_requeued": sum(sweep.resumed.values()),
+        "pages_published": pumped,
+        "sources_checked": len(sweep.touched),
+    }
+
+
+def _sweep_stuck_sources(sweep: _Sweep, resumable: set[str], cutoff: datetime) -> None:
+    """Sources stuck in an active state with nothing in flight (e.g. a killed expansion or parse) also end,
+    or, for a file or text source with attempts left, are queued again."""
     stuck_sources = Source.unscoped.filter(
         status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING], updated_at__lt=cutoff
     ).values_list("id", "workspace_id", "kind")
@@ -115,21 +130,16 @@ def sweep_stalled() -> dict[str, int]:
         if kind in resumable and not in_flight.exists() and sweep.resume_source(source_id, workspace_id):
             continue
         sweep.touched[source_id] = workspace_id
-    sweep.publish()
-    pumped = _pump_backlogs(crawled_kinds)
+
+
+def _settle(sweep: _Sweep) -> None:
+    """Derive every touched source's status again; a crawl that never listed a page failed."""
     for source_id, workspace_id in sweep.touched.items():
         with workspace_scope(workspace_id):
             source_refresh_status(source_id=source_id)
             Source.objects.filter(
                 id=source_id, status__in=[Status.PENDING, Status.CRAWLING], pages_total=0
             ).update(status=Status.FAILED, error="This source's crawl was interrupted; try Recrawl.")
-    return {
-        "documents_failed": failed,
-        "documents_requeued": sum(len(ids) for ids in [*sweep.crawl.values(), *sweep.index.values()]),
-        "sources_requeued": sum(sweep.resumed.values()),
-        "pages_published": pumped,
-        "sources_checked": len(sweep.touched),
-    }
 
 
 class _Sweep:

@@ -1,12 +1,12 @@
 """A crawl's fan-out stops at the plan's quotas with a notice on the source, never silently: new pages up
-to the documents quota, fetches up to today's crawl pages. Run in this process (pages.source_expand)
+to the documents quota, fetches up to today's crawl pages. Run in this process (expansion.source_expand)
 against a site on 127.0.0.1."""
 
 from __future__ import annotations
 
 import pytest
 
-from ingestion import pages
+from ingestion import expansion
 from sources import metering
 from sources.models import Document, Plan, Source, Status
 from sources.plans import assign_plan
@@ -33,7 +33,7 @@ def _expand(workspace, agent, paths, **limits):
             source = Source.objects.create(
                 agent=agent, kind="sitemap", title="Site", config={"url": server.url("/sitemap.xml")}
             )
-        queued = pages.source_expand(source=source)
+        queued = expansion.source_expand(source=source)
     with workspace_scope(workspace.id):
         return Source.objects.get(id=source.id), queued, server
 
@@ -87,7 +87,7 @@ def test_a_resync_refetches_known_pages_only_as_far_as_todays_crawl_pages_go(wor
         with workspace_scope(workspace.id):
             Source.objects.filter(id=source.id).update(config={"url": again.url("/sitemap.xml")})
             source = Source.objects.get(id=source.id)
-        requeued = pages.source_expand(source=source)
+        requeued = expansion.source_expand(source=source)
     assert len(requeued) == 2  # 6 a day, 4 used by the first crawl
     with workspace_scope(workspace.id):
         source = Source.objects.get(id=source.id)

@@ -1,12 +1,12 @@
 """Pages that robots.txt disallows are filtered when a source is expanded into pages: never queued, never
 fetched, counted on the source ("skipped by robots.txt"), not failures, and not counted against the page cap.
-Run in this process (pages.source_expand) against a site on 127.0.0.1."""
+Run in this process (expansion.source_expand) against a site on 127.0.0.1."""
 
 from __future__ import annotations
 
 import pytest
 
-from ingestion import pages
+from ingestion import expansion
 from sources.models import Document, Source, Status
 from sources.tenancy import workspace_scope
 from tests.ingestion.crawl.servers import Reply, serving
@@ -38,7 +38,7 @@ def test_disallowed_pages_are_not_queued_fetched_or_failed_and_do_not_count_agai
     with serving({"/robots.txt": Reply(200, ROBOTS, content_type="text/plain")}) as server:
         server.routes["/sitemap.xml"] = _urlset(server, listed)
         source = _source(workspace, agent, "sitemap", server.url("/sitemap.xml"))
-        queued = pages.source_expand(source=source)
+        queued = expansion.source_expand(source=source)
         requested = server.paths_requested()
     with workspace_scope(workspace.id):
         urls = set(Document.objects.filter(id__in=queued).values_list("url", flat=True))
@@ -54,7 +54,7 @@ def test_disallowed_pages_are_not_queued_fetched_or_failed_and_do_not_count_agai
 def test_a_single_disallowed_page_fails_its_source_with_the_reason(workspace, agent):
     with serving({"/robots.txt": Reply(200, ROBOTS, content_type="text/plain")}) as server:
         source = _source(workspace, agent, "url", server.url("/private/page.html"))
-        assert pages.source_expand(source=source) == []
+        assert expansion.source_expand(source=source) == []
         assert "/private/page.html" not in server.paths_requested()
     with workspace_scope(workspace.id):
         source = Source.objects.get(id=source.id)
@@ -66,7 +66,7 @@ def test_a_sitemap_whose_pages_are_all_disallowed_says_so(workspace, agent):
     with serving({"/robots.txt": Reply(200, ROBOTS, content_type="text/plain")}) as server:
         server.routes["/sitemap.xml"] = _urlset(server, ["/private/a.html", "/private/b.html"])
         source = _source(workspace, agent, "sitemap", server.url("/sitemap.xml"))
-        assert pages.source_expand(source=source) == []
+        assert expansion.source_expand(source=source) == []
     with workspace_scope(workspace.id):
         source = Source.objects.get(id=source.id)
     assert source.status == Status.FAILED and "robots.txt" in source.error
@@ -82,7 +82,7 @@ def test_a_feeds_disallowed_items_are_skipped(workspace, agent):
         feed = f'<?xml version="1.0" encoding="utf-8"?><rss version="2.0">{channel}</rss>'
         server.routes["/feed.xml"] = Reply(200, feed, content_type="application/rss+xml")
         source = _source(workspace, agent, "feed", server.url("/feed.xml"))
-        queued = pages.source_expand(source=source)
+        queued = expansion.source_expand(source=source)
     with workspace_scope(workspace.id):
         source = Source.objects.get(id=source.id)
         urls = list(Document.objects.filter(id__in=queued).values_list("url", flat=True))
