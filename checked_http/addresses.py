@@ -49,10 +49,15 @@ NAT64_NETWORK = ipaddress.ip_network("64:ff9b::/96")
 class AddressRules(Protocol):
     """The part of a FetchPolicy that decides addresses."""
 
-    allow_private_networks: bool
-    allowed_networks: tuple[str, ...]
-    resolver: Resolver | None
-    dns_timeout_s: float
+    # Read-only, so that frozen dataclasses (FetchPolicy, OutboundPolicy) satisfy it.
+    @property
+    def allow_private_networks(self) -> bool: ...
+    @property
+    def allowed_networks(self) -> tuple[str, ...]: ...
+    @property
+    def resolver(self) -> Resolver | None: ...
+    @property
+    def dns_timeout_s(self) -> float: ...
 
 
 def address_block_reason(address: IPAddress, policy: AddressRules) -> str | None:
@@ -122,7 +127,8 @@ def blocked_error(host: str, address: IPAddress, reason: str) -> BlockedAddressE
 
 
 def _system_resolve(host: str, port: int) -> list[str]:
-    return [info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+    # An IPv4 or IPv6 socket address starts with the address as text (typeshed also allows AF_UNIX's).
+    return [str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
 
 
 # getaddrinfo has no timeout of its own and a dead resolver blocks for the system's retries (often

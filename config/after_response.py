@@ -30,4 +30,5 @@ def after_response(response: HttpResponseBase, work: Callable[[], None]) -> None
         except Exception:
             log.exception("work after the response failed")
 
-    response._resource_closers.append(run)
+    # Django's own hook for work at close(): private, so django-stubs leave it out.
+    response._resource_closers.append(run)  # type: ignore[attr-defined]

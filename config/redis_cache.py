@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import caches
@@ -30,6 +30,14 @@ _lock = threading.Lock()
 
 
 class SharedPoolRedisCacheClient(RedisCacheClient):
+    # Django's private attributes, which django-stubs leave out (annotations only: nothing is assigned here).
+    _servers: list[str]
+    _pool_class: Any
+    _pool_options: dict[str, Any]
+    _client: Any
+    _serializer: Any
+    _get_connection_pool_index: Callable[[bool], int]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         key = (tuple(self._servers), self._pool_class, repr(sorted(self._pool_options.items())))
@@ -58,6 +66,10 @@ class SharedPoolRedisCacheClient(RedisCacheClient):
 
 
 class RedisCache(DjangoRedisCache):
+    # Django's private attributes, which django-stubs leave out (annotations only: nothing is assigned here).
+    _servers: list[str]
+    _cache: SharedPoolRedisCacheClient
+
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = SharedPoolRedisCacheClient
@@ -82,7 +94,7 @@ def shares_redis_url() -> bool:
 def get_many_alongside(keys: list[str], alongside: Alongside) -> dict[str, Any]:
     """The default cache's `get_many(keys)`, with `alongside`'s commands sent first in the same round trip
     (the cache must live on settings.REDIS_URL: `shares_redis_url`)."""
-    default = caches["default"]
+    default = cast(RedisCache, caches["default"])  # what shares_redis_url checked
     made = {default.make_and_validate_key(key): key for key in keys}
     client = default._cache.get_client(write=True)  # the commands may write; the primary answers the read too
     pipe = client.pipeline(transaction=False)

@@ -16,8 +16,12 @@ from django.http import HttpRequest
 from config.secrets import EncryptedTextField
 
 
+def secret_fields(model: type[models.Model]) -> list[EncryptedTextField]:
+    return [f for f in model._meta.concrete_fields if isinstance(f, EncryptedTextField)]
+
+
 def secret_field_names(model: type[models.Model]) -> list[str]:
-    return [f.name for f in model._meta.concrete_fields if isinstance(f, EncryptedTextField)]
+    return [f.name for f in secret_fields(model)]
 
 
 def secret_status(value: str) -> str:
@@ -76,6 +80,6 @@ class SecretFieldsAdminMixin:
     @admin.display(description="Secrets")
     def secrets_status(self, obj: models.Model) -> str:
         return "; ".join(
-            f"{obj._meta.get_field(name).verbose_name}: {secret_status(getattr(obj, name)).lower()}"
-            for name in secret_field_names(type(obj))
+            f"{field.verbose_name}: {secret_status(getattr(obj, field.name)).lower()}"
+            for field in secret_fields(type(obj))
         )

@@ -104,10 +104,19 @@ class EncryptedTextField(models.TextField):
         value = super().get_prep_value(value)
         return seal(value) if value else value
 
-    def formfield(self, **kwargs: Any) -> forms.Field:
+    def formfield(
+        self,
+        form_class: type[forms.Field] | None = None,
+        choices_form_class: type[forms.ChoiceField] | None = None,
+        **kwargs: Any,
+    ) -> forms.Field | None:
         # Always write-only, whatever widget is asked for: the Django admin asks for a textarea (its
         # override for every TextField), which would print the secret into the page.
-        return super().formfield(**{**kwargs, "widget": SecretInput, "strip": True})
+        return super().formfield(
+            form_class=form_class,
+            choices_form_class=choices_form_class,
+            **{**kwargs, "widget": SecretInput, "strip": True},
+        )
 
 
 def encrypted_columns() -> Iterator[tuple[type[models.Model], EncryptedTextField]]:

@@ -16,11 +16,12 @@ config/after_response.py) is not on the client's time.
 from __future__ import annotations
 
 import contextvars
-import functools
 import logging
 from typing import Any
 
+from a2wsgi.asgi_typing import HTTPResponseStartEvent
 from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
+from a2wsgi.wsgi_typing import Environ
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ class BufferedWSGIMiddleware(WSGIMiddleware):
 class BufferedResponder(WSGIResponder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.start: dict | None = None
+        self.start: HTTPResponseStartEvent | None = None
         self.chunks: list[bytes] = []
         self.streaming = False
         self.handed_over = False
@@ -45,8 +46,10 @@ class BufferedResponder(WSGIResponder):
         environ = build_environ(scope, Body(self.loop, receive))
         sender = self.loop.create_task(self.sender(send))
         try:
-            run = functools.partial(contextvars.copy_context().run, self.wsgi)
-            await self.loop.run_in_executor(self.executor, run, environ, self.start_response)
+            context = contextvars.copy_context()
+            await self.loop.run_in_executor(
+                self.executor, context.run, self.wsgi, environ, self.start_response
+            )
             if not self.handed_over:  # streamed, or the app failed before its response was whole
                 await self.send_queue.put(None)
             await sender
@@ -83,7 +86,7 @@ class BufferedResponder(WSGIResponder):
         else:
             self.chunks.append(chunk)
 
-    def wsgi(self, environ: dict, start_response: Any) -> None:
+    def wsgi(self, environ: Environ, start_response: Any) -> None:
         iterable = self.app(environ, start_response)
         try:
             if getattr(iterable, "streaming", False):  # Django's StreamingHttpResponse, FileResponse

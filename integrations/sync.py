@@ -23,7 +23,8 @@ import hashlib
 import logging
 import traceback
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -46,6 +47,9 @@ from retrieval.cache import searches_changed
 from retrieval.vectors import delete_chunk_vectors
 from sources.models import ACTIVE_STATUSES, Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope
+
+if TYPE_CHECKING:
+    from integrations.kind import ConnectedKind  # which imports this module
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +103,7 @@ def source_sync(*, source: Source, attempt: int = 0, requeues: int = 0) -> Outco
         # Opens a sync (ingestion.freshness): when its documents settle, the outcome and dates are written.
         if not claim_pending_source(source=source, to=Status.CRAWLING, opens_sync=True):
             return Outcome()
-        kind = get_kind(source.kind)
+        kind = cast("ConnectedKind", get_kind(source.kind))  # a connected source's kind
         connection = connection_of(source)
         if connection is None or not connection.active:
             return _source_needs_reconnect(source, connection)
@@ -278,7 +282,8 @@ def document_sync(*, document: Document, attempt: int = 0, requeues: int = 0) ->
         # runs may be missed by it.
         fetch_started = timezone.now()
         try:
-            fetched = get_kind(source.kind).fetch(source=source, connection=connection, object_id=object_id)
+            kind = cast("ConnectedKind", get_kind(source.kind))  # a connected source's kind
+            fetched = kind.fetch(source=source, connection=connection, object_id=object_id)
         except ObjectGone:
             if document.content_hash:
                 condemn(source=source, document_ids=[document.id], reason="removed_deleted")
@@ -344,7 +349,7 @@ def _note(document: Document, message: str, detail: str, *, status: str, waits: 
     wave meanwhile; its deadline (`due_by`, what the sweeper judges it by) is past the wait."""
     due_by = None
     if waits is not None:
-        due_by = timezone.now() + timezone.timedelta(seconds=waits + settings.CRAWL_STALLED_AFTER)
+        due_by = timezone.now() + timedelta(seconds=waits + settings.CRAWL_STALLED_AFTER)
     Document.objects.filter(id=document.id).update(
         status=status, error=message[:500], error_detail=detail, due_by=due_by
     )

@@ -65,12 +65,12 @@ def sync_source(
         if source is None:
             return  # deleted while queued
         outcome = sync.source_sync(source=source, attempt=attempt, requeues=requeues)
-        if outcome.retry_in is not None:
+        if (retry_in := outcome.retry_in) is not None:
             again = {**following, "attempt": attempt + 1, "requeues": requeues}
-            transaction.on_commit(lambda: schedule(sync_source, again, wait=outcome.retry_in, lane=lane))
-        elif outcome.requeue_in is not None:
+            transaction.on_commit(lambda: schedule(sync_source, again, wait=retry_in, lane=lane))
+        elif (requeue_in := outcome.requeue_in) is not None:
             again = {**following, "attempt": attempt, "requeues": requeues + 1}
-            transaction.on_commit(lambda: schedule(sync_source, again, wait=outcome.requeue_in, lane=lane))
+            transaction.on_commit(lambda: schedule(sync_source, again, wait=requeue_in, lane=lane))
         # Into the source's backlog, published a wave at a time in its lane (listed now: its real size).
         lifecycle.queue_page_jobs(workspace_id=workspace_id, document_ids=list(outcome.document_ids))
 
@@ -89,12 +89,12 @@ def sync_document(
         if too_early(sync_document, current, not_before, lane):
             return
         outcome = sync.document_sync(document=document, attempt=attempt, requeues=requeues)
-        if outcome.retry_in is not None:
+        if (retry_in := outcome.retry_in) is not None:
             again = {**following, "attempt": attempt + 1, "requeues": requeues}
-            transaction.on_commit(lambda: schedule(sync_document, again, wait=outcome.retry_in, lane=lane))
-        elif outcome.requeue_in is not None:
+            transaction.on_commit(lambda: schedule(sync_document, again, wait=retry_in, lane=lane))
+        elif (requeue_in := outcome.requeue_in) is not None:
             again = {**following, "attempt": attempt, "requeues": requeues + 1}
-            transaction.on_commit(lambda: schedule(sync_document, again, wait=outcome.requeue_in, lane=lane))
+            transaction.on_commit(lambda: schedule(sync_document, again, wait=requeue_in, lane=lane))
         elif outcome.index:
             transaction.on_commit(
                 lambda: ingestion_tasks.index_document.apply_async(kwargs=following, **lane.options)

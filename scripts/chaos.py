@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -74,6 +75,8 @@ MECHANISMS = {
 
 
 class Harness:
+    hang_failures: dict[str, int]  # set by main before each scenario, filled by embedder_hang's `after`
+
     def __init__(self, base: Path, stack: ExitStack) -> None:
         self.base, self.stack = base, stack
         self.logs = base / "logs"
@@ -118,11 +121,11 @@ class Harness:
         self.supervisor.start()
         stack.callback(self.supervisor.stop)  # first, so no worker is started again while they stop
 
-    def _site(self):
+    def _site(self) -> Any:
         from tests.ingestion.crawl.servers import FLASK_DOCS, Reply, serving
 
         class Site:
-            def __enter__(site):
+            def __enter__(site) -> Any:
                 site.context = serving(root=FLASK_DOCS)
                 server = site.context.__enter__()
                 pages = sorted(p.relative_to(FLASK_DOCS).as_posix() for p in FLASK_DOCS.rglob("*.html"))
@@ -136,7 +139,7 @@ class Harness:
                 site.server, site.pages = server, len(urls)
                 return site
 
-            def __exit__(site, *exc):
+            def __exit__(site, *exc: Any) -> Any:
                 return site.context.__exit__(*exc)
 
         return Site()
@@ -145,7 +148,7 @@ class Harness:
 
     def run(
         self, name: str, fault: Callable[[], None] | None, after: Callable[[list[int]], None] | None = None
-    ):
+    ) -> dict[str, Any]:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
         from agents.models import Agent
@@ -191,7 +194,10 @@ class Harness:
         return row
 
 
-def db(read: Callable):
+T = TypeVar("T")
+
+
+def db(read: Callable[[], T]) -> T:
     """A read that survives the harness's own PostgreSQL restarting under it."""
     from django.db import InterfaceError, OperationalError, connection
 
@@ -244,7 +250,7 @@ def outcome(workspace_id: int, sources: list[int]) -> dict:
             .values_list("source__title", "url", "title", "status", "failure_class", "n_chunks")
         )
     )
-    pages = {}
+    pages: dict[str, tuple[str, str, int]] = {}
     for source_title, url, title, status, failure, chunks in documents:
         key = url or f"{source_title}#{title}"
         pages[key] = (*pages.get(key, (status, failure, 0))[:2], pages.get(key, ("", "", 0))[2] + chunks)

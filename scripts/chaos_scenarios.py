@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from chaos_services import Worker
+
+if TYPE_CHECKING:
+    from chaos import Harness  # which imports this module
 
 Fault = Callable[[], None] | None
 After = Callable[[list[int]], None] | None
 
 
-def pool_kill(h) -> tuple[Fault, After]:
+def pool_kill(h: Harness) -> tuple[Fault, After]:
     def fault() -> None:
         h.workers["crawl"].kill_pool_process()
         h.workers["index"].kill_pool_process()
@@ -21,7 +25,7 @@ def pool_kill(h) -> tuple[Fault, After]:
     return fault, None
 
 
-def worker_kill(h) -> tuple[Fault, After]:
+def worker_kill(h: Harness) -> tuple[Fault, After]:
     def fault() -> None:
         for name in ("crawl", "index"):
             h.workers[name].kill()  # main process and pool, at once
@@ -31,7 +35,7 @@ def worker_kill(h) -> tuple[Fault, After]:
     return fault, None
 
 
-def redis_restart(h) -> tuple[Fault, After]:
+def redis_restart(h: Harness) -> tuple[Fault, After]:
     def fault() -> None:
         h.redis.kill()
         h.redis.start()
@@ -39,7 +43,7 @@ def redis_restart(h) -> tuple[Fault, After]:
     return fault, None
 
 
-def redis_lost(h) -> tuple[Fault, After]:
+def redis_lost(h: Harness) -> tuple[Fault, After]:
     def fault() -> None:
         h.redis.kill(wipe=True)  # queues, unacked messages, backlogs and host slots: all gone
         h.redis.start()
@@ -47,11 +51,11 @@ def redis_lost(h) -> tuple[Fault, After]:
     return fault, None
 
 
-def postgres_restart(h) -> tuple[Fault, After]:
+def postgres_restart(h: Harness) -> tuple[Fault, After]:
     return h.pg.restart, None
 
 
-def embedder_hang(h) -> tuple[Fault, After]:
+def embedder_hang(h: Harness) -> tuple[Fault, After]:
     """The embedder answers after 30 s (past the index task's 8 s soft limit) for 20 s, then recovers.
     Pages indexed meanwhile fail with their class; Retry failed, as an admin would, brings them back."""
 
@@ -75,7 +79,7 @@ def embedder_hang(h) -> tuple[Fault, After]:
     return fault, after
 
 
-def two_workers(h) -> tuple[Fault, After]:
+def two_workers(h: Harness) -> tuple[Fault, After]:
     """A second worker on each queue, both taking the same source's jobs from the start."""
     extra = [Worker(f"{q}2", f"interactive,{q}", h.env, h.logs) for q in ("crawl", "index")]
     for worker in extra:

@@ -14,9 +14,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -25,7 +30,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_until(check, timeout: float, what: str, step: float = 0.2):
+def wait_until(check: Callable[[], T], timeout: float, what: str, step: float = 0.2) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

@@ -79,7 +79,7 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         return {}, text
     block = match.group(1)
     try:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
     except ImportError:
         front = simple_yaml(block)
     else:

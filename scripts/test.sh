@@ -29,6 +29,9 @@ fi
 .venv/bin/ruff check .
 # Dependencies point down only: the contracts in pyproject.toml ([tool.importlinter]).
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
+# Types: mypy with django-stubs over the packages in [tool.mypy] (pyproject.toml). Incremental: .mypy_cache
+# keeps what did not change, so a run after a small edit takes seconds.
+.venv/bin/mypy
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
 exit $status

@@ -17,7 +17,7 @@ from datetime import timedelta
 
 import structlog
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
@@ -160,7 +160,7 @@ def refusal(invitation: Invitation, user: AbstractBaseUser | None) -> str | None
     return None
 
 
-def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Membership:
+def invitation_accept(*, invitation: Invitation, user: User) -> Membership:
     """Make the person a member with the invited role. The invitation is claimed with a conditional UPDATE,
     so two clicks (or two people) accept it once."""
     reason = refusal(invitation, user)

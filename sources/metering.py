@@ -11,6 +11,7 @@ INCR; the events metered here (a crawl's fan-out, a chat turn) cost far more tha
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -67,7 +68,7 @@ def take(*, workspace_id: int, metric: str, amount: int, limit: int | None) -> t
     if amount <= 0:
         return 0, used(workspace_id=workspace_id, metric=metric)
     start, _ = period_bounds(metric)
-    params = {
+    params: dict[str, Any] = {
         "workspace": workspace_id,
         "metric": metric,
         "start": start,

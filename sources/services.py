@@ -4,14 +4,16 @@ sources/invitations.py."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from typing import cast
+
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from sources.models import ApiKey, Membership, Workspace
 from sources.tenancy import workspace_scope
 
-SLUG_LENGTH = Workspace._meta.get_field("slug").max_length
+SLUG_LENGTH = cast(int, Workspace._meta.get_field("slug").max_length)  # a SlugField always has one
 
 
 def api_key_create(*, workspace: Workspace, name: str) -> tuple[ApiKey, str]:
@@ -22,7 +24,7 @@ def api_key_create(*, workspace: Workspace, name: str) -> tuple[ApiKey, str]:
     return api_key, raw_key
 
 
-def workspace_create(*, name: str, owner: AbstractBaseUser, slug: str = "") -> Workspace:
+def workspace_create(*, name: str, owner: User, slug: str = "") -> Workspace:
     """A new workspace with `owner` as its owner. Without a slug one is made from the name, with a number
     added when it is taken; a given slug that is taken raises IntegrityError."""
     name = name.strip()[:200]

@@ -59,7 +59,11 @@ class TenantQuerySet(models.QuerySet):
         return super().update(**kwargs)
 
 
-class TenantManager(models.Manager.from_queryset(TenantQuerySet)):
+# A module-level name, so that django-stubs' plugin can type the class from_queryset makes.
+_TenantManagerBase = models.Manager.from_queryset(TenantQuerySet)
+
+
+class TenantManager(_TenantManagerBase):
     """The default manager of tenant-owned models: every query is filtered to the active workspace."""
 
     def get_queryset(self) -> models.QuerySet:

@@ -13,6 +13,7 @@ from sources import metering
 from sources.models import Document, Membership, Source, UsageCounter, Workspace
 from sources.plans import plan_for
 from sources.quotas import QUOTAS, _agent_model, human_size, limit_of, usage_of
+from sources.tenancy import TenantModel
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def workspace_usage(workspace: Workspace) -> WorkspaceUsage:
 RANKABLE = ("documents", "chunks", "sources", "members", "agents", "crawl_pages", "chat_messages")
 
 
-def _count_of(model: type, **filters: object) -> Subquery:
+def _count_of(model: type[TenantModel], **filters: object) -> Coalesce:
     rows = model.unscoped.filter(workspace=OuterRef("pk"), **filters).order_by()
     return Coalesce(
         Subquery(

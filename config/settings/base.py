@@ -3,6 +3,7 @@ environment variables (see README.md for the list)."""
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import environ
 from kombu import Queue
@@ -430,7 +431,7 @@ UPLOAD_PARSE_MEMORY_MB = env.int("UPLOAD_PARSE_MEMORY_MB", default=2048)
 UPLOAD_TASK_TIME_LIMIT = env.int("UPLOAD_TASK_TIME_LIMIT", default=900)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger files go to a temporary file, not memory
 # S3-compatible storage when a bucket is configured; the local MEDIA_ROOT otherwise.
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }

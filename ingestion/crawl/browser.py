@@ -133,7 +133,7 @@ class BrowserStrategy:
             user_agent=policy.user_agent,
             service_workers="block",
             accept_downloads=False,
-            extra_http_headers=headers,
+            extra_http_headers=dict(headers),
         )
         router = _Router(policy, self.max_subrequests, time.monotonic() + policy.total_timeout_s)
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from lxml import etree
 from lxml import html as lxml_html
 
 from ingestion.crawl.extract import looks_like_not_found
@@ -88,7 +89,7 @@ def _title(result: FetchResult) -> str | None:
         tree = lxml_html.document_fromstring(result.text())
     except ValueError:  # an XML declaration inside a str: let lxml read the bytes instead
         tree = lxml_html.document_fromstring(result.body)
-    except lxml_html.etree.ParserError:
+    except etree.ParserError:
         return None
     title = " ".join(" ".join(tree.xpath("//title//text()")).split())
     return title or None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import trafilatura
 from lxml import etree
@@ -25,6 +26,9 @@ from trafilatura.metadata import extract_title
 from trafilatura.utils import load_html
 
 from ingestion.crawl.main_text import main_text
+
+if TYPE_CHECKING:
+    from trafilatura.settings import Document
 
 # Below this many characters of prose, a page whose markup says scripts build it goes to the browser.
 MIN_TEXT_CHARS = 200
@@ -147,14 +151,18 @@ def extract_page(
         text, link_share = _clean_text(main.text), main.link_share
     else:
         # No element holds the page's paragraphs (text in bare divs): trafilatura's judgement of each element.
-        document = trafilatura.bare_extraction(
-            tree,
-            url=url,
-            with_metadata=False,
-            include_comments=False,
-            include_tables=True,
-            deduplicate=False,
-            fast=True,
+        # A Document: the dict is only for the deprecated as_dict=True.
+        document = cast(
+            "Document | None",
+            trafilatura.bare_extraction(
+                tree,
+                url=url,
+                with_metadata=False,
+                include_comments=False,
+                include_tables=True,
+                deduplicate=False,
+                fast=True,
+            ),
         )
         text = _clean_text(document.text if document is not None and document.text else "")
         link_share = 0.0

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from collections import Counter
+from collections import defaultdict
 from pathlib import Path
 
 from ingestion.parsers.base import ParseError
@@ -39,7 +39,7 @@ def _pdf_pages(path: Path) -> int:
 
 
 def run(documents: Path) -> dict:
-    totals: Counter = Counter()
+    totals: defaultdict[str, float] = defaultdict(int)  # counts and seconds; 0 for what never happened
     failures: dict[str, str] = {}
     started = time.perf_counter()
     for path in sorted(p for p in documents.rglob("*") if p.is_file() and p.name != "MANIFEST.tsv"):

@@ -298,7 +298,8 @@ class DocxParser(Parser):
 
         check_office_zip(path)
         try:
-            document = docx.Document(open_package(path))
+            # python-docx opens a path-like too (a zip file or a folder), though it declares str only.
+            document = docx.Document(open_package(path))  # type: ignore[arg-type]
         except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise corrupt(f"python-docx: {exc!r}") from exc
         renderer = Renderer(Styles(document))

@@ -34,7 +34,8 @@ def metadata_title(data: str | bytes) -> str:
     """trafilatura's guess at the title (og:title, <title>, a lone <h1>); "" when it finds none."""
     import trafilatura
 
-    metadata = trafilatura.extract_metadata(data)
+    # trafilatura reads bytes too (its load_html decodes them), though it declares str or a tree.
+    metadata = trafilatura.extract_metadata(data)  # type: ignore[arg-type]
     return (metadata.title or "").strip() if metadata is not None else ""
 
 

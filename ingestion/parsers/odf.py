@@ -188,9 +188,9 @@ def _cell_value(cell: Any) -> Any:
     return "\n".join(texts) or None
 
 
-def _hidden_tables(document: Any) -> set[str]:
+def _hidden_tables(document: Any) -> set[str | None]:
     """Names of the automatic table styles that hide a sheet (table:display="false")."""
-    hidden = set()
+    hidden: set[str | None] = set()
     for style in document.automaticstyles.childNodes:
         for properties in getattr(style, "childNodes", []):
             if _is(properties, STYLE, "table-properties") and _attr(properties, TABLE, "display") == "false":

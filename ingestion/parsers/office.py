@@ -161,10 +161,11 @@ class XlsParser(Parser):
 
     def parse(self, path: Path, filename: str, options: ParseOptions) -> list[Segment]:
         import xlrd
+        from xlrd.biffh import XLRDError  # what xlrd.XLRDError is; its stubs do not re-export it
 
         try:
             book = xlrd.open_workbook(str(path), formatting_info=True, on_demand=True)
-        except xlrd.XLRDError as exc:
+        except XLRDError as exc:
             if "encrypted" in str(exc).lower():
                 raise password_protected(f"xlrd: {exc}") from exc
             raise corrupt(f"xlrd: {exc}") from exc

@@ -79,7 +79,7 @@ def check_complete(path: Path) -> None:
 def _split_banded_rows(rows: list[list[str]]) -> list[list[str]]:
     """Tables ruled every few rows (one rule per five states, say) come out as cells of several lines;
     when every filled cell of a row has the same number of lines, those lines are the real rows."""
-    result = []
+    result: list[list[str]] = []
     for row in rows:
         counts = {cell.count("\n") + 1 for cell in row if cell}
         if len(counts) == 1 and (lines := counts.pop()) > 1 and sum(1 for cell in row if cell) > 1:
@@ -280,10 +280,10 @@ class PdfParser(Parser):
                 continue
             if index in reasons:
                 report_progress("ocr", ocr_order[index], len(reasons))
-                reading = ocr.page_text(path, index)
-                text = reading.text.strip()
+                ocr_reading = ocr.page_text(path, index)
+                text = ocr_reading.text.strip()
                 meta.update(ocr=True, ocr_reason=reasons[index])
-                problem = reading.problem(languages) if text else "no text found"
+                problem = ocr_reading.problem(languages) if text else "no text found"
                 if problem and (text or _untrusted(reasons[index])):
                     refused[index] = f"{reasons[index]}; OCR: {problem}"
                     continue

@@ -12,6 +12,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree.ElementTree import Element
 
 import defusedxml.ElementTree as DefusedET
 from defusedxml import DefusedXmlException
@@ -132,7 +133,7 @@ def check_office_zip(path: Path, limits: ZipLimits = DEFAULT_ZIP_LIMITS) -> None
     check_zip_xml(path)
 
 
-def parse_xml(data: bytes, where: str) -> DefusedET.Element:
+def parse_xml(data: bytes, where: str) -> Element:
     """Parse untrusted XML with entity expansion and external references forbidden."""
     try:
         return DefusedET.fromstring(data, forbid_dtd=True)

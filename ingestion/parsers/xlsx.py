@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ingestion.parsers.base import ParseOptions, Parser, Segment, corrupt
 from ingestion.parsers.ooxml import open_package
 from ingestion.parsers.safety import check_office_zip
 from ingestion.parsers.tables import HEADER_SEARCH_ROWS, rows_to_segments
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 SHEET_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
@@ -34,7 +38,8 @@ def merged_ranges(archive: zipfile.ZipFile, sheet_path: str) -> list[tuple[int, 
         for _, element in iterparse(stream, forbid_dtd=True):
             if element.tag == SHEET_NS + "mergeCell":
                 min_col, min_row, max_col, max_row = range_boundaries(element.get("ref", ""))
-                ranges.append((min_row, min_col, max_row, max_col))
+                # A merged range names its corners (A1:B2), so none of them is None.
+                ranges.append(cast("tuple[int, int, int, int]", (min_row, min_col, max_row, max_col)))
             elif element.tag == SHEET_NS + "row":
                 element.clear()  # rows are read by openpyxl; only the merge list matters here
     return ranges
@@ -281,6 +286,7 @@ def _shared_strings_path(archive: zipfile.ZipFile) -> str | None:
     from defusedxml.ElementTree import fromstring
 
     names = set(archive.namelist())
+    rels: Iterable[Element]
     try:
         rels = fromstring(archive.read("xl/_rels/workbook.xml.rels"))
     except (KeyError, SyntaxError):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import numpy as np
 
@@ -91,7 +92,7 @@ def openai_compatible_server(provider: FakeProvider) -> Iterator[FakeProvider]:
                 self._send(reply["status"], {"error": {"message": "the model is overloaded"}})
                 return
             content = reply.get("content") or ""
-            calls = [
+            calls: list[dict[str, Any]] = [
                 {
                     "index": i,
                     "id": f"call_{i}",

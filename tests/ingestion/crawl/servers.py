@@ -195,7 +195,7 @@ def _is_ip(name: str) -> bool:
 
 
 def tcp_attempts(attempts: list[object]) -> list[tuple[str, int]]:
-    return [a for a in attempts if isinstance(a, tuple)]  # type: ignore[misc]
+    return [a for a in attempts if isinstance(a, tuple)]
 
 
 # Faults ---------------------------------------------------------------------------------------------------
