@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 from pydantic import ValidationError
 
-from ingestion.chunking import TextChunk, chunk_text
 from ingestion.kinds.config import KindConfig, KindError
+from ingestion.text.chunking import TextChunk, chunk_text
 from sources.models import Document, Source
 from sources.tenancy import workspace_scope
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 from django.conf import settings
 
-from ingestion import sentence_inputs
+from ingestion.text import sentence_inputs
 from retrieval.embedders.base import Embedder
 from sources.models import Chunk, Document
 

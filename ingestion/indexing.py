@@ -20,13 +20,14 @@ from django.conf import settings
 from django.db import transaction
 
 from config.logging import operator_detail
-from ingestion import reuse, sentence_inputs
+from ingestion import reuse
 from ingestion.chunk_settings import chunking_of
-from ingestion.chunking import chunk_id
 from ingestion.embedding_plan import Prepared, Waiting
 from ingestion.jobs import claims, lanes
 from ingestion.jobs.store_behind import StoreBehind
 from ingestion.status import source_refresh_status
+from ingestion.text import sentence_inputs
+from ingestion.text.chunking import chunk_id
 from retrieval.embedders.base import Embedder, EmbeddingError
 from retrieval.providers import embedder_for
 from retrieval.stores.base import VectorStoreError

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from django.conf import settings
 
-from ingestion.sentence_inputs import Layout, sentence_texts
+from ingestion.text.sentence_inputs import Layout, sentence_texts
 from retrieval.embedders.base import Embedder
 from retrieval.sentences import unpack
 from retrieval.vectors import embedding_input, stored_chunk_vectors

@@ -312,7 +312,7 @@ class Document(TenantModel):
 class Chunk(TenantModel):
     """A passage of a document, the unit that is embedded and retrieved.
 
-    The id is derived from the document, position and text (see ingestion.chunking.chunk_id), so
+    The id is derived from the document, position and text (see ingestion.text.chunking.chunk_id), so
     re-indexing the same text gives the same ids and vector points.
     """
 

@@ -127,9 +127,9 @@ def index_text(workspace, agent, title: str, content: str):
 
 @contextmanager
 def pysbd_on_plain_re():
-    """pysbd's modules on the real `re` inside, as pysbd ships (ingestion.pysbd_patterns gives them its
+    """pysbd's modules on the real `re` inside, as pysbd ships (ingestion.text.pysbd_patterns gives them its
     stand-in): the baseline the kept patterns are compared with."""
-    from ingestion import pysbd_patterns
+    from ingestion.text import pysbd_patterns
 
     users = [m for m in list(sys.modules.values()) if getattr(m, "re", None) is pysbd_patterns.RE]
     for module in users:
@@ -143,11 +143,11 @@ def pysbd_on_plain_re():
 
 @contextmanager
 def pysbds_own_abbreviation_pass():
-    """The segmenter with pysbd's English abbreviation pass (ingestion.pysbd_abbreviations gives it a
+    """The segmenter with pysbd's English abbreviation pass (ingestion.text.pysbd_abbreviations gives it a
     faster one): what the faster pass is compared with."""
     from pysbd.lang.english import English
 
-    from ingestion import segment
+    from ingestion.text import segment
 
     made = segment._segmenter()
     original, made.language_module = made.language_module, English
@@ -161,7 +161,7 @@ def pysbds_own_abbreviation_pass():
 def every_paragraph_through_pysbd():
     """`segment.sentences` without its one-sentence shortcut (`segment.one_sentence`): every paragraph goes
     to pysbd, as before the shortcut; what the shortcut is compared with."""
-    from ingestion import segment
+    from ingestion.text import segment
 
     original, segment.one_sentence = segment.one_sentence, lambda _text: False
     try:

@@ -26,7 +26,7 @@ from agents.answer.expects import expected_kinds, states
 from agents.guard import is_instruction
 from agents.prompts import NumberedPassage
 from config.backends import embedders
-from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, Unit, segment
+from ingestion.text.segment import CODE, HEADING, ITEM, PROSE, ROW, Unit, segment
 from retrieval.keyword import tokenize, workspace_idf
 from sources.tenancy import TenancyError
 

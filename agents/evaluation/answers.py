@@ -30,12 +30,12 @@ from agents.prompts import NumberedPassage
 from agents.services import start_conversation
 from agents.turn import run_turn
 from config.backends import embedders
-from ingestion import chunking as chunking_module
 from ingestion.crawl import extract as extract_module
 from ingestion.crawl import main_text as main_text_module
 from ingestion.crawl.extract import DroppedPage, extract_page
 from ingestion.indexing import document_index, source_refresh_status
 from ingestion.kinds.text import TextKind
+from ingestion.text import chunking as chunking_module
 from retrieval import evaluation
 from sources.models import Chunk, Document, Source, Status, Workspace
 from sources.tenancy import workspace_scope

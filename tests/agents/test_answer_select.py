@@ -7,7 +7,7 @@ from agents.answer import NOTHING_FOUND, extractive_answer
 from agents.answer.expects import COUNT, DEFAULT, IDENTIFIER, QUANTITY, TIME, VERSION, expected_kinds, states
 from agents.answer.select import complete, usable_passages
 from agents.prompts import NumberedPassage
-from ingestion.segment import segment
+from ingestion.text.segment import segment
 from retrieval.services import Passage
 
 SETTINGS_PAGE = """Builtin Configuration Values

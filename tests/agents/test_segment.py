@@ -2,8 +2,8 @@
 
 import pytest
 
-from ingestion import segment as segment_module
-from ingestion.segment import CODE, HEADING, ITEM, PROSE, ROW, one_sentence, segment, sentences
+from ingestion.text import segment as segment_module
+from ingestion.text.segment import CODE, HEADING, ITEM, PROSE, ROW, one_sentence, segment, sentences
 from tests.factories import every_paragraph_through_pysbd
 
 

@@ -50,7 +50,7 @@ class PgWorkspace:
 
     def __init__(self, corpus: SyntheticCorpus) -> None:
         from agents.models import Agent
-        from ingestion.chunking import chunk_id
+        from ingestion.text.chunking import chunk_id
         from sources.models import Document, Source, Workspace
         from sources.tenancy import workspace_scope
 

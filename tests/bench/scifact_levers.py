@@ -37,7 +37,7 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from ingestion.chunking import chunk_text  # noqa: E402
+from ingestion.text.chunking import chunk_text  # noqa: E402
 from retrieval import evaluation, keyword  # noqa: E402
 from retrieval.fusion import FUSIONS  # noqa: E402
 from retrieval.stores.base import VectorHit  # noqa: E402
@@ -217,8 +217,8 @@ def cost(cache: Path, documents: int) -> None:
 
 def sentence_cost(cache: Path, documents: int) -> None:
     """Embedding docs/s of the first `documents` abstracts as ingestion embeds them, without and with
-    sentence vectors (each chunk's inputs plus ingestion.sentence_inputs' sentences), in turns."""
-    from ingestion.sentence_inputs import sentence_texts
+    sentence vectors (each chunk's inputs plus ingestion.text.sentence_inputs' sentences), in turns."""
+    from ingestion.text.sentence_inputs import sentence_texts
 
     title_of = {d.doc_id: d.title for d in evaluation.load_corpus(DATA / "corpus.jsonl")}
     doc_ids, inputs = corpus_chunks(cache)

@@ -37,7 +37,7 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
-from ingestion.chunking import chunk_text  # noqa: E402
+from ingestion.text.chunking import chunk_text  # noqa: E402
 from retrieval import evaluation, keyword  # noqa: E402
 from retrieval.fusion import FUSIONS  # noqa: E402
 from retrieval.vectors import embedding_input  # noqa: E402

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingestion import sentence_inputs
 from ingestion.chunk_settings import default_chunking
 from ingestion.crawl.extract import DroppedPage, extract_page
+from ingestion.text import sentence_inputs
 from retrieval.vectors import embedding_input
 from tests.ingestion.conftest import flask_page_paths
 from tests.ingestion.crawl.servers import FLASK_DOCS
@@ -35,7 +35,7 @@ def flask_chunks() -> list[tuple[str, list[str]]]:
 def flask_paragraphs() -> list[str]:
     """Every paragraph and list item of the shared Flask docs' chunks, as `segment.blocks` cuts them: what
     goes to the sentence splitter."""
-    from ingestion.segment import ITEM, PROSE, blocks
+    from ingestion.text.segment import ITEM, PROSE, blocks
 
     return [
         body

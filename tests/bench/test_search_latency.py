@@ -121,9 +121,10 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
 
 
 def _synthetic_sentences(chunks: list, vectors: np.ndarray, titles: list[str]) -> None:
-    """As many sentence vectors per chunk as ingestion would make for its text (ingestion.sentence_inputs),
-    each its chunk's synthetic vector plus noise, so the rescoring reads and scores what it would."""
-    from ingestion.sentence_inputs import sentence_texts
+    """As many sentence vectors per chunk as ingestion would make for its text
+    (ingestion.text.sentence_inputs), each its chunk's synthetic vector plus noise, so the rescoring reads and
+    scores what it would."""
+    from ingestion.text.sentence_inputs import sentence_texts
     from retrieval.sentences import pack
 
     rng = np.random.default_rng(11)
@@ -142,7 +143,7 @@ class SciFactWorkspace:
 
         from agents.models import Agent
         from config.backends import embedders, vector_stores
-        from ingestion.chunking import chunk_id, chunk_text
+        from ingestion.text.chunking import chunk_id, chunk_text
         from retrieval.keyword import term_counts
         from retrieval.stores.base import VectorRecord
         from retrieval.vectors import embedding_input

@@ -1,10 +1,10 @@
 """Segmenting the Flask docs' chunks into the sentence inputs an index job embeds, beside pysbd as it ships.
 
-Every chunk of the 73 pages the crawl keeps, through `sentence_inputs.with_sentences` (ingestion.segment:
+Every chunk of the 73 pages the crawl keeps, through `sentence_inputs.with_sentences` (ingestion.text.segment:
 blocks, then pysbd's sentences), in turns: pysbd as it ships (the baseline: each call through `re`'s
-512-pattern cache, one pattern compiled per sentence found), pysbd on ingestion.pysbd_patterns, that
+512-pattern cache, one pattern compiled per sentence found), pysbd on ingestion.text.pysbd_patterns, that
 with paragraphs of one sentence not sent to pysbd at all (segment.one_sentence), and that with the
-abbreviation pass of ingestion.pysbd_abbreviations (as deployed). All four must give the same inputs.
+abbreviation pass of ingestion.text.pysbd_abbreviations (as deployed). All four must give the same inputs.
 `make bench` prints one JSON line; docs/BENCHMARKS.md ("Sentence segmentation") records it.
 The assertion checks the outputs are equal, never how fast.
 """
@@ -20,7 +20,7 @@ from contextlib import contextmanager, nullcontext
 import pysbd
 import pytest
 
-from ingestion import pysbd_patterns, segment
+from ingestion.text import pysbd_patterns, segment
 from tests.bench.site_inputs import embedding_inputs, flask_chunks
 from tests.factories import every_paragraph_through_pysbd, pysbd_on_plain_re, pysbds_own_abbreviation_pass
 

@@ -1,6 +1,6 @@
 from itertools import pairwise
 
-from ingestion.chunking import chunk_id, chunk_text
+from ingestion.text.chunking import chunk_id, chunk_text
 
 
 def paragraph(n: int, words: int = 40) -> str:

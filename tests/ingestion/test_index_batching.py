@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from ingestion import sentence_inputs, tasks
+from ingestion import tasks
+from ingestion.text import sentence_inputs
 from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embed_texts
 from sources.models import Chunk, Document, Source, Status

@@ -17,10 +17,10 @@ from django.db.models import Count
 from django.utils import timezone
 
 from ingestion import tasks
-from ingestion.chunking import chunk_text
 from ingestion.indexing import documents_index
 from ingestion.jobs import claims
 from ingestion.jobs.sweeper import sweep_stalled
+from ingestion.text.chunking import chunk_text
 from retrieval.embedders.base import EmbeddingError
 from sources.models import Chunk, Document, Source, Status
 from sources.tenancy import workspace_scope

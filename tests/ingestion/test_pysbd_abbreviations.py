@@ -5,8 +5,8 @@ import random
 import pytest
 from pysbd.lang.english import English
 
-from ingestion.pysbd_abbreviations import FastEnglish
-from ingestion.segment import sentences
+from ingestion.text.pysbd_abbreviations import FastEnglish
+from ingestion.text.segment import sentences
 from tests.factories import pysbds_own_abbreviation_pass
 
 # Abbreviations of each kind pysbd treats apart (prepositive, before numbers, the rest, with dots inside),

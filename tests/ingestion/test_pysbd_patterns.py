@@ -5,8 +5,8 @@ import sys
 import pysbd
 import pytest
 
-from ingestion import pysbd_patterns
-from ingestion.segment import sentences
+from ingestion.text import pysbd_patterns
+from ingestion.text.segment import sentences
 from tests.factories import pysbd_on_plain_re
 
 PARAGRAPHS = [

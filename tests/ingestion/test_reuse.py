@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from ingestion.indexing import _build_chunks, document_index
-from ingestion.sentence_inputs import with_sentences
+from ingestion.text.sentence_inputs import with_sentences
 from retrieval.embedders.local import MiniLMOnnxEmbedder
 from retrieval.vectors import embedding_input, stored_chunk_vectors
 from sources.models import Chunk, Document, Status

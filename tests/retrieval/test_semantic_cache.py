@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
-from ingestion.chunking import chunk_id
+from ingestion.text.chunking import chunk_id
 from retrieval import cache as semantic_cache
 from retrieval.services import SearchParams, search_passages
 from retrieval.stores.base import VectorHit

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from config.backends import embedders
-from ingestion.sentence_inputs import MAX_PER_CHUNK, sentence_texts
+from ingestion.text.sentence_inputs import MAX_PER_CHUNK, sentence_texts
 from retrieval import sentences
 from retrieval.services import SearchParams, search_passages
 from sources.models import Chunk

@@ -17,10 +17,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ingestion.chunking import chunk_text
 from ingestion.kinds.config import KindError
 from ingestion.push import documents as push
 from ingestion.push.folder import FolderDocument, FolderFileError, read_document, walk
+from ingestion.text.chunking import chunk_text
 from sources.models import Source
 
 

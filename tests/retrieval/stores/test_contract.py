@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ingestion.chunking import chunk_id
+from ingestion.text.chunking import chunk_id
 from retrieval import resident
 from retrieval.keyword import K1, B, term_counts
 from retrieval.stores.base import InvalidFilter, VectorRecord, VectorStore

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import pysbd
 
-from ingestion import pysbd_abbreviations, pysbd_patterns
+from ingestion.text import pysbd_abbreviations, pysbd_patterns
 
 PROSE, ITEM, ROW, HEADING, CODE = "prose", "item", "row", "heading", "code"
 

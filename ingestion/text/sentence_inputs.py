@@ -1,6 +1,6 @@
 """What an index job embeds besides its chunks when the deployment makes sentence vectors.
 
-Each chunk's quotable units (ingestion.segment: sentences, list items, table rows, headings, code lines)
+Each chunk's quotable units (ingestion.text.segment: sentences, list items, table rows, headings, code lines)
 and its document's title, each unique text of a document embedded once, in the same pass and batches as
 the chunks. The vectors are packed onto the chunk rows (retrieval.sentences) before they are written.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from django.conf import settings
 
-from ingestion.segment import segment
+from ingestion.text.segment import segment
 from retrieval.sentences import pack
 from sources.models import Chunk
 

@@ -63,7 +63,7 @@ def _fullmatch(pattern, string, flags=0):
 
 
 def _stand_in() -> types.ModuleType:
-    module = types.ModuleType("re", "re, with every pattern compiled once (ingestion.pysbd_patterns).")
+    module = types.ModuleType("re", "re, with every pattern compiled once (ingestion.text.pysbd_patterns).")
     module.__dict__.update({name: getattr(re, name) for name in dir(re) if not name.startswith("__")})
     module.__dict__.update(
         sub=_sub,

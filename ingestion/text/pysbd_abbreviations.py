@@ -22,7 +22,7 @@ import re
 from pysbd.abbreviation_replacer import replace_pre_number_abbr, replace_prepositive_abbr
 from pysbd.lang.english import English
 
-from ingestion.pysbd_patterns import compiled
+from ingestion.text.pysbd_patterns import compiled
 
 _LETTERS_ONLY = frozenset(
     a.strip() for a in English.Abbreviation.ABBREVIATIONS if re.fullmatch(r"[a-z]+", a.strip())
