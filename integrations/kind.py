@@ -60,7 +60,10 @@ class ConnectedKind(SourceKind):
     def settle(self, *, source_id: int, update: dict[str, Any]) -> dict[str, Any]:
         # Its documents may all be done (they stay searchable), but nothing syncs until a reconnect.
         config = Source.objects.filter(id=source_id).values_list("config", flat=True).first() or {}
-        connection = Connection.objects.filter(id=config.get("connection")).first()
+        connection_id = config.get("connection")
+        connection = (
+            Connection.objects.filter(id=connection_id).first() if connection_id is not None else None
+        )
         if connection is not None and connection.active:
             return update
         message = (

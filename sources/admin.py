@@ -7,7 +7,8 @@ been pending or running too long.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -42,8 +43,13 @@ from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.usage import RANKABLE, top_workspaces, workspace_usage
 
+if TYPE_CHECKING:
+    _ModelAdminMixin = admin.ModelAdmin  # what the mixins below are mixed into
+else:
+    _ModelAdminMixin = object
 
-class ShownInSearchAdmin:
+
+class ShownInSearchAdmin(_ModelAdminMixin):
     """An edit here can change what a search answer shows (a title, a URL, a passage's text or metadata),
     so the workspace's cached search answers go."""
 
@@ -254,7 +260,7 @@ class SourceAdmin(ShownInSearchAdmin, UnscopedAdmin):
 
     def stuck_view(self, request: HttpRequest) -> TemplateResponse:
         """Sources and pages pending or running longer than they should."""
-        cutoff = timezone.now() - timezone.timedelta(seconds=settings.STUCK_AFTER)
+        cutoff = timezone.now() - timedelta(seconds=settings.STUCK_AFTER)
         context = {
             **self.admin_site.each_context(request),
             "title": "Stuck work",
