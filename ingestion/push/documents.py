@@ -68,7 +68,7 @@ class Outcome:
 # turns, but a row that only references them (an index job storing a document of the source inserts its
 # chunks, which takes FOR KEY SHARE on the source) is never made to wait. With FOR UPDATE, a push that
 # held the source and waited for a document that an index job held, while that job waited for the
-# source, deadlocked (a fresh-clone CI run, tests/ingestion/test_push_script.py).
+# source, deadlocked (a fresh-clone CI run, tests/ingestion/push/test_push_script.py).
 
 
 def _lock_agent(agent_id: Any) -> Any:

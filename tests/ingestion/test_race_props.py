@@ -25,8 +25,8 @@ from sources.models import Workspace
 from sources.services import api_key_create
 from sources.tenancy import workspace_scope
 from tests.factories import wait_for
+from tests.ingestion.push.test_push_races import COLOURS, settled_on, version
 from tests.ingestion.test_delete_races import POLICY, left_behind, pushed_batch
-from tests.ingestion.test_push_races import COLOURS, settled_on, version
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 _numbers = itertools.count()

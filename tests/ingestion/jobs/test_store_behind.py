@@ -62,7 +62,7 @@ def test_a_job_embeds_in_parts_and_every_page_is_stored_whole(workspace, agent, 
 
 
 def test_parts_cut_across_documents_by_length_and_each_vector_is_its_own_chunks(workspace, agent, settings):
-    _embedder(settings, "tests.ingestion.test_store_behind.RecordingMiniLM")
+    _embedder(settings, "tests.ingestion.jobs.test_store_behind.RecordingMiniLM")
     RecordingMiniLM.texts = []
     settings.EMBED_BATCH_SIZE = 2
     with workspace_scope(workspace.id):
@@ -95,7 +95,7 @@ def test_parts_cut_across_documents_by_length_and_each_vector_is_its_own_chunks(
 def test_a_provider_failing_on_a_later_part_fails_the_rest_with_its_reason(
     workspace, agent, settings, monkeypatch
 ):
-    calls = _embedder(settings, "tests.ingestion.test_store_behind.FailingOnSecondPart")
+    calls = _embedder(settings, "tests.ingestion.jobs.test_store_behind.FailingOnSecondPart")
     settings.EMBED_BATCH_SIZE = 2
     pages = _crawled_pages(workspace, agent, 6)
     tasks.index_document(workspace_id=workspace.id, document_id=pages[0].id)

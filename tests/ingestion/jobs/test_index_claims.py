@@ -155,7 +155,7 @@ def test_a_redelivered_job_takes_a_passed_hold_and_the_slow_holder_writes_nothin
     settings.EMBEDDERS = {
         "default": {
             **settings.EMBEDDERS["default"],
-            "BACKEND": "tests.ingestion.test_index_claims.DownEmbedder",
+            "BACKEND": "tests.ingestion.jobs.test_index_claims.DownEmbedder",
         }
     }
     documents_index(documents=stale, held_until=stale_token)

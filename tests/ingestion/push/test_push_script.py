@@ -14,7 +14,7 @@ from sources.services import api_key_create
 from sources.tenancy import workspace_scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "push_docs.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "push_docs.py"
 
 
 def run_script(live_server, key: str, agent, root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -174,9 +174,8 @@ def test_a_worker_process_says_when_its_embedder_is_loaded_and_not_when_it_faile
     assert any(r.getMessage().startswith("embedder warm after") for r in caplog.records)
 
     caplog.clear()
-    settings.EMBEDDERS = {
-        "default": {**settings.EMBEDDERS["default"], "BACKEND": "tests.ingestion.test_lanes.BrokenEmbedder"}
-    }
+    broken = "tests.ingestion.jobs.test_lanes.BrokenEmbedder"
+    settings.EMBEDDERS = {"default": {**settings.EMBEDDERS["default"], "BACKEND": broken}}
     with caplog.at_level("INFO", logger="ingestion.tasks"):
         warm_embedder()
     messages = [r.getMessage() for r in caplog.records]

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def broker(settings):
     """Page jobs routed to a queue of this test's own: the session's real worker (started by earlier worker
     tests) consumes `crawl`, and would take the messages this test reads. Lanes (which name a queue for
-    each job, tests/ingestion/test_lanes.py) are off, so the routing table decides."""
+    each job, tests/ingestion/jobs/test_lanes.py) are off, so the routing table decides."""
     settings.INGESTION_LANES = False
     import uuid
 
