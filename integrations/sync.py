@@ -31,9 +31,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from ingestion.admission import Admission, admit_pages
-from ingestion.indexing import source_refresh_status
 from ingestion.jobs.claims import claim_pending_source
 from ingestion.kinds.registry import get_kind
+from ingestion.status import source_refresh_status
 from integrations.connections import mark_needs_reconnect, reconnect_message
 from integrations.errors import (
     ObjectGone,

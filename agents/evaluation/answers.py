@@ -33,8 +33,9 @@ from config.backends import embedders
 from ingestion.crawl import extract as extract_module
 from ingestion.crawl import main_text as main_text_module
 from ingestion.crawl.extract import DroppedPage, extract_page
-from ingestion.indexing import document_index, source_refresh_status
+from ingestion.indexing import document_index
 from ingestion.kinds.text import TextKind
+from ingestion.status import source_refresh_status
 from ingestion.text import chunking as chunking_module
 from retrieval import evaluation
 from sources.models import Chunk, Document, Source, Status, Workspace

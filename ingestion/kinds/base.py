@@ -1,6 +1,6 @@
 """What every source kind is: a config model (what the user may set) and the few decisions that differ
 from one kind to another. Everything else (storing, queueing, indexing, status) is shared, in
-ingestion/lifecycle.py and ingestion/indexing.py, and asks the kind when it must.
+ingestion/lifecycle.py, ingestion/indexing.py and ingestion/status.py, and asks the kind when it must.
 
 A kind is one module with one subclass of SourceKind, plus one line in ingestion/kinds/registry.py. What a
 user may set (KindConfig) and the error by field (KindError) are in ingestion/kinds/config.py, a leaf.
@@ -99,7 +99,7 @@ class SourceKind:
         Document.objects.filter(source_id=source.id).exclude(text="").update(status=Status.PENDING)
 
     def settle(self, *, source_id: int, update: dict[str, Any]) -> dict[str, Any]:
-        """The status, counters and error its documents give a source (ingestion.indexing), as this kind
+        """The status, counters and error its documents give a source (ingestion.status), as this kind
         sees them: e.g. a connected source whose account needs reconnecting keeps saying so."""
         return update
 
