@@ -14,6 +14,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from django.db.models import Count
 
@@ -44,7 +45,7 @@ STOP_WORDS = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _stemmer():
+def _stemmer() -> Any:  # a Stemmer.Stemmer (PyStemmer ships no types)
     import Stemmer
 
     return Stemmer.Stemmer("english")

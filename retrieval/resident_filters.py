@@ -75,7 +75,8 @@ class FilterIndex:
             matching = np.zeros(self.rows, dtype=bool)
             by_value = self.values.get(key, {})
             for value in values:
-                rows = by_value.get(_value_key(value))
+                value_key = _value_key(value)  # None: a value no row can hold
+                rows = by_value.get(value_key) if value_key is not None else None
                 if rows is not None:
                     matching[rows] = True
             passing &= matching

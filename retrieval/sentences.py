@@ -113,7 +113,8 @@ def rescore(
             if weight <= 0:
                 continue
             # ties keep the fused order, as in the sort below
-            ranked = sorted(range(len(head)), key=lambda i, t=term: -columns[i][t])
+            negated = [-column[term] for column in columns]
+            ranked = sorted(range(len(head)), key=negated.__getitem__)
             for rank, i in enumerate(ranked, start=1):
                 scored[head[i]] += weight / (RRF_K + rank)
     else:

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -87,9 +88,10 @@ class MiniLMOnnxEmbedder(Embedder):
         self.embeds_in_background = self._streams > 1
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
-        self._session = None
-        self._stream_session = None
-        self._tokenizer = None
+        # onnxruntime.InferenceSession and tokenizers.Tokenizer, once loaded (onnxruntime ships no types).
+        self._session: Any = None
+        self._stream_session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         # Token ids counted by input_sizes, kept for the embed_documents call that follows it, so a job's
         # chunks are tokenized once.
@@ -180,11 +182,13 @@ class MiniLMOnnxEmbedder(Embedder):
         missing = [n for n, row in enumerate(ids) if row is None]
         for n, row in zip(missing, self._token_ids([texts[n] for n in missing]), strict=True):
             ids[n] = row
+        counted = cast("list[list[int]]", ids)  # every text's ids now
         # Sorted by token count, not characters: characters predict tokens loosely (code and URLs make
         # many tokens a character), and every padding token costs a full row of attention.
-        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        order = sorted(range(len(texts)), key=lambda i: len(counted[i]))
         return [
-            (batch, [ids[i] for i in batch]) for batch in padded_batches(order, [len(row) for row in ids])
+            (batch, [counted[i] for i in batch])
+            for batch in padded_batches(order, [len(row) for row in counted])
         ]
 
     def _assemble(self, count: int, batches: list[tuple[list[int], np.ndarray]]) -> np.ndarray:

@@ -154,7 +154,7 @@ class VectorStore(ABC):
         for it if need be: the keyword search runs first, while the query is being embedded. A store may
         do this in fewer round trips; the answer must be this one's. `resident`: the workspace's vectors
         in this process's memory (retrieval/resident.py), which a store may search instead of its own."""
-        common = {"workspace_id": workspace_id, "min_score": min_score, "filters": filters}
+        common: dict[str, Any] = {"workspace_id": workspace_id, "min_score": min_score, "filters": filters}
         by_keyword = self.keyword_search(terms=terms, top_k=top_k, k1=k1, b=b, **common)
         query = vector()
         by_vector = self.search(vector=query, top_k=top_k, model_name=model_name, **common)

@@ -132,7 +132,7 @@ class QdrantStore(VectorStore):
         self.ef_search = int(ef_search)
         self._dimensions: int | None = None  # the collection's dense size, once it is known to exist
         # Cluster layout, passed when the collection is created; None leaves Qdrant's default.
-        self.cluster_options = {
+        self.cluster_options: dict[str, Any] = {
             name: value
             for name, value in (
                 ("shard_number", shard_number),
@@ -199,7 +199,7 @@ class QdrantStore(VectorStore):
         with self._errors("delete vectors"):
             if not self._ensure_collection(None):
                 return
-            ids = [point_id(c) for c in chunk_ids]
+            ids: list[models.ExtendedPointId] = [point_id(c) for c in chunk_ids]
             selector = models.FilterSelector(
                 filter=self._scope(workspace_id, models.HasIdCondition(has_id=ids))
             )
@@ -310,7 +310,7 @@ class QdrantStore(VectorStore):
             if not chunk_ids or not self._ensure_collection(None):
                 return found
             model = models.FieldCondition(key="model_name", match=models.MatchValue(value=model_name))
-            ids = [point_id(c) for c in chunk_ids]
+            ids: list[models.ExtendedPointId] = [point_id(c) for c in chunk_ids]
             points, _next = self._client.scroll(
                 self.collection,
                 scroll_filter=self._scope(workspace_id, model, models.HasIdCondition(has_id=ids)),

@@ -12,6 +12,7 @@ import html
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -81,7 +82,7 @@ class Command(BaseCommand):
         parser.add_argument("--feeds", type=Path, default=Path("../shared/data/feeds"))
         parser.add_argument("--embedder", action="append", help="Dotted path; default: both built-in ones.")
 
-    def handle(self, *args: object, **opts: object) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         pages = load_pages(opts["feeds"])
         inputs = [embedding_input(text, title) for title, text in pages]
         answers = [next(i for i, (title, _) in enumerate(pages) if title.startswith(a)) for _, a in QUESTIONS]
@@ -101,7 +102,7 @@ class Command(BaseCommand):
                 )
                 firsts["vector"].append(by_vector[0].chunk_id == str(answer))
                 firsts["keyword"].append(bool(by_keyword) and by_keyword[0].chunk_id == str(answer))
-                firsts["hybrid"].append(max(fused, key=fused.get) == str(answer))
+                firsts["hybrid"].append(max(fused, key=fused.__getitem__) == str(answer))
             misses = [q for (q, _), hit in zip(QUESTIONS, firsts["vector"], strict=True) if not hit]
             report[embedder.model_name] = {m: f"{sum(h)}/{len(h)}" for m, h in firsts.items()} | {
                 "vector_misses": misses
