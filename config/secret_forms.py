@@ -6,6 +6,7 @@ form declares next to it, removes it; anything else replaces it. Pages say wheth
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 from django import forms
@@ -34,7 +35,7 @@ class SecretFieldsFormMixin:
 
     instance: models.Model
     fields: dict[str, forms.Field]
-    initial: dict[str, Any]
+    initial: MutableMapping[str, Any]  # as Django's BaseForm declares them
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

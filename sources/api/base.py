@@ -4,8 +4,10 @@ where the caller stands in every answer's RateLimit-* headers, and honours `Idem
 
 from __future__ import annotations
 
-from typing import Any
+from contextvars import Token
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
@@ -23,7 +25,8 @@ def can_manage(request: Request, workspace: Workspace) -> bool:
     """API keys act for the workspace; people need the owner or admin role to change things."""
     if isinstance(request.user, ApiKeyPrincipal):
         return True
-    membership = Membership.unscoped.filter(user=request.user, workspace=workspace).first()
+    person = cast(User, request.user)  # authenticated: an API key (above) or a signed-in person
+    membership = Membership.unscoped.filter(user=person, workspace=workspace).first()
     return membership is not None and membership.can_manage
 
 
@@ -40,6 +43,7 @@ def _refuse_null_characters(request: Request, path_values: dict[str, Any]) -> No
 
 class WorkspaceAPIView(APIView):
     workspace: Workspace
+    _scope_token: Token | None  # the workspace scope this request's view runs in, while it runs
     schema = WorkspaceSchema()
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:

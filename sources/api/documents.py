@@ -59,7 +59,8 @@ class BatchRequestSerializer(serializers.Serializer):
 class PushedDocumentSerializer(serializers.Serializer):
     external_id = serializers.CharField()
     id = serializers.IntegerField()
-    source = serializers.IntegerField(source="source_id")
+    # A declared field, which DRF's metaclass collects; the name clashes with Field.source only in the stubs.
+    source = serializers.IntegerField(source="source_id")  # type: ignore[assignment]
     title = serializers.CharField()
     url = serializers.CharField()
     metadata = serializers.SerializerMethodField()

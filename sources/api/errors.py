@@ -204,7 +204,7 @@ def json_error_view(status_code: int, code: str, message: str):  # type: ignore[
         if request.path.startswith("/api/"):
             return JsonResponse(error_body(code, message), status=status_code)
         if status_code == status.HTTP_404_NOT_FOUND:
-            return defaults.page_not_found(request, exception)  # type: ignore[arg-type]
+            return defaults.page_not_found(request, exception)
         return defaults.server_error(request)
 
     return view

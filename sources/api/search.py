@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -72,7 +74,7 @@ class SearchView(WorkspaceAPIView):
             defer=deferred.append,
             alongside=self._counting,
         )
-        body = {"results": [passage_json(p) for p in result.passages]}
+        body: dict[str, Any] = {"results": [passage_json(p) for p in result.passages]}
         if result.stale_chunks:
             # A model change is detected, not papered over: these chunks need a reindex to be found.
             body["reindex_needed"] = {

@@ -278,7 +278,8 @@ class PassageSerializer(serializers.Serializer):
     id = serializers.CharField(source="chunk_id")
     text = serializers.CharField()
     score = serializers.FloatField()
-    source = serializers.SerializerMethodField()
+    # A declared field, which DRF's metaclass collects; the name clashes with Field.source only in the stubs.
+    source = serializers.SerializerMethodField()  # type: ignore[assignment]
 
     @extend_schema_field(PassageSourceSerializer)
     def get_source(self, passage: Any) -> dict:
@@ -335,7 +336,8 @@ class ErrorDetailSerializer(serializers.Serializer):
         help_text="Stable and machine-readable: invalid, not_found, rate_limited, ..."
     )
     message = serializers.CharField(help_text="What happened and what to do, for people.")
-    fields = FieldErrorsField(
+    # A declared field, which DRF's metaclass collects; the name clashes with Serializer.fields only in stubs.
+    fields = FieldErrorsField(  # type: ignore[assignment]
         required=False,
         help_text="Field -> messages, for a request to correct; a list or object field's nested by position "
         "or key.",

@@ -196,7 +196,10 @@ class SourceListView(WorkspaceAPIView):
             same = Source.objects.filter(
                 agent_id=source.agent_id, kind=UploadKind.name, state__sha256=source.state.get("sha256")
             )
-            source.duplicate_of = sorted(same.exclude(id=source.id).values_list("id", flat=True))
+            # Read by UploadedSourceSerializer: an attribute of this response's instances, not a column.
+            source.duplicate_of = sorted(  # type: ignore[attr-defined]
+                same.exclude(id=source.id).values_list("id", flat=True)
+            )
         return Response(UploadedSourceSerializer(sources, many=True).data, status=status.HTTP_201_CREATED)
 
 

@@ -112,7 +112,8 @@ class ApiKeyRateThrottle(BaseThrottle):
         def replies(values: list[Any]) -> None:
             used = int(values[0])
             figures = RateFigures(limit=limit, used=used, reset_at=start + window, window=window)
-            request.rate_limit = figures  # read by the view (headers) and the error handler (body)
+            # Read by the view (headers) and the error handler (body): an attribute of ours on DRF's request.
+            request.rate_limit = figures  # type: ignore[attr-defined]
             self._wait = figures.reset_at - now
             self._allowed = used <= limit
 

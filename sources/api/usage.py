@@ -14,7 +14,8 @@ from sources.usage import workspace_usage
 
 class QuotaUsageSerializer(serializers.Serializer):
     quota = serializers.CharField(help_text="sources, documents, stored_bytes, chunks, crawl_pages, ...")
-    label = serializers.CharField()
+    # A declared field, which DRF's metaclass collects; the name clashes with Field.label only in the stubs.
+    label = serializers.CharField()  # type: ignore[assignment]
     used = serializers.IntegerField()
     limit = serializers.IntegerField(allow_null=True, help_text="null: unlimited.")
     reset = serializers.DateTimeField(

@@ -4,11 +4,12 @@ page's form, which adds what only that page sets."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
+from django.db import models
 
 from agents.models import Agent
 from config.secret_forms import SecretFieldsFormMixin
@@ -32,8 +33,14 @@ def origin_of(line: str) -> str:
 DEFAULTED = ("candidates", "rerank_pool", "context_budget")
 
 
+def _agent_field(name: str) -> models.Field:
+    return cast(models.Field, Agent._meta.get_field(name))  # a column of Agent's, not a relation
+
+
 class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
     """The agent's settings as owners and admins edit them."""
+
+    instance: Agent  # a ModelForm of Agent (ModelForm[Agent] is not subscriptable at run time)
 
     allowed_origins = forms.CharField(
         required=False,
@@ -123,10 +130,11 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The deployment's rerankers (settings.RERANKERS), so an agent never names one that does not exist.
-        self.fields["reranker"].choices = [("", "None"), *((alias, alias) for alias in settings.RERANKERS)]
+        reranker = cast(forms.ChoiceField, self.fields["reranker"])  # a ChoiceField
+        reranker.choices = [("", "None"), *((alias, alias) for alias in settings.RERANKERS)]
         for name in DEFAULTED:
             self.fields[name].required = False
-            model_field = Agent._meta.get_field(name)
+            model_field = _agent_field(name)
             self.fields[name].help_text = f"{model_field.help_text} Empty: {model_field.default}.".strip()
         # A post without it (a page open from before it existed) keeps the saved provider.
         self.fields["embedding_provider"].required = False
@@ -161,7 +169,7 @@ class AgentSettingsForm(SecretFieldsFormMixin, forms.ModelForm):
 
     def _clean_defaulted(self, name: str) -> int:
         value = self.cleaned_data.get(name)
-        return Agent._meta.get_field(name).default if value is None else value
+        return _agent_field(name).default if value is None else value
 
     def clean_candidates(self) -> int:
         return self._clean_defaulted("candidates")

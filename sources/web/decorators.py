@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from sources.web.lookups import agent_for, source_for
+from sources.web.lookups import SignedInRequest, agent_for, source_for
 
 FORBIDDEN = "Only owners and admins of this workspace can change its agents and sources."
 
@@ -34,7 +34,7 @@ def for_agent(view: View) -> View:
 
     @login_required
     @wraps(view)
-    def wrapped(request: HttpRequest, agent_id: int, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: SignedInRequest, agent_id: int, **kwargs: Any) -> HttpResponse:
         agent, membership = agent_for(request.user, agent_id)
         # An agent's page makes its workspace the current one (the user belongs to it).
         if request.session.get("workspace_id") != agent.workspace_id:
@@ -49,7 +49,7 @@ def for_source(view: View) -> View:
 
     @login_required
     @wraps(view)
-    def wrapped(request: HttpRequest, source_id: int, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: SignedInRequest, source_id: int, **kwargs: Any) -> HttpResponse:
         source, membership = source_for(request.user, source_id)
         return view(request, source, membership, **kwargs)
 

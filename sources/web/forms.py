@@ -30,7 +30,7 @@ def source_add(
     kind = offered.get(str(form.get("kind", "")))
     title = str(form.get("title", ""))
     if kind is None:
-        names = ", ".join(k.add_label.lower() for k in offered.values())
+        names = ", ".join((k.add_label or "").lower() for k in offered.values())  # addable: all have one
         raise KindError({"kind": [f"Choose what to add: {names}."]})
     if "file" in kind.form_fields:
         ceiling = settings.UPLOAD_MAX_FILE_BYTES * settings.UPLOAD_MAX_FILES_PER_REQUEST + 1_000_000

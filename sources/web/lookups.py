@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.http import Http404, HttpRequest
 
 from agents.models import Agent
@@ -11,7 +11,14 @@ from sources.models import Membership, Source
 from sources.selectors import membership_in, memberships_of
 
 
-def current_membership(request: HttpRequest) -> Membership | None:
+class SignedInRequest(HttpRequest):
+    """The request a view behind login_required gets, as mypy sees it: its user is a User, never
+    AnonymousUser. Django hands the view an ordinary HttpRequest; this class only narrows the type."""
+
+    user: User
+
+
+def current_membership(request: SignedInRequest) -> Membership | None:
     memberships = memberships_of(request.user)
     chosen = request.session.get("workspace_id")
     for membership in memberships:
@@ -20,7 +27,7 @@ def current_membership(request: HttpRequest) -> Membership | None:
     return memberships[0] if memberships else None
 
 
-def membership_or_404(request: HttpRequest) -> Membership:
+def membership_or_404(request: SignedInRequest) -> Membership:
     """The signed-in person's membership of the chosen workspace; someone in no workspace gets a 404."""
     membership = current_membership(request)
     if membership is None:

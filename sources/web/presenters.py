@@ -6,6 +6,7 @@ agent_presenters.py, the sources list's toolbar and pager source_listing.py."""
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -16,7 +17,7 @@ from ingestion.lifecycle import EMPTY_SEARCH_PAGE
 from sources.models import ACTIVE_STATUSES, Schedule, Source, Status
 from sources.tenancy import workspace_scope
 
-STATUS_LABELS = {
+STATUS_LABELS: dict[str, str] = {  # by Status, which is a str
     Status.PENDING: "Queued",
     Status.CRAWLING: "Crawling",
     Status.INDEXING: "Indexing",
@@ -185,7 +186,7 @@ def freshness(source: Source, *, resyncable: bool) -> dict[str, Any]:
 
 
 def _in(moment: Any) -> str:
-    if moment <= timezone.now() + timezone.timedelta(seconds=60):
+    if moment <= timezone.now() + timedelta(seconds=60):
         return "in a minute"
     return "in " + timeuntil(moment, timezone.now()).split(",")[0]
 

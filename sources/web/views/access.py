@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -17,11 +17,13 @@ from sources.models import ApiKey, Invitation, Membership
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.decorators import forbidden
-from sources.web.lookups import membership_or_404
+from sources.web.lookups import SignedInRequest, membership_or_404
 from sources.web.views.common import layout
 
 
-def _page(request: HttpRequest, membership: Membership, status: int = 200, **extra: object) -> HttpResponse:
+def _page(
+    request: SignedInRequest, membership: Membership, status: int = 200, **extra: object
+) -> HttpResponse:
     with workspace_scope(membership.workspace_id):
         members = list(Membership.objects.select_related("user").order_by("user__username"))
         keys = list(ApiKey.objects.order_by("revoked_at", "-created_at"))
@@ -41,7 +43,7 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
     return render(request, "app/workspace.html", context, status=status)
 
 
-def _refused(request: HttpRequest, membership: Membership, error: access.AccessError) -> HttpResponse:
+def _refused(request: SignedInRequest, membership: Membership, error: access.AccessError) -> HttpResponse:
     if not membership.can_manage:
         return forbidden(request)
     return _page(request, membership, status=400, error=error.message)
@@ -49,12 +51,12 @@ def _refused(request: HttpRequest, membership: Membership, error: access.AccessE
 
 @login_required
 @require_GET
-def workspace_page(request: HttpRequest) -> HttpResponse:
+def workspace_page(request: SignedInRequest) -> HttpResponse:
     return _page(request, membership_or_404(request))
 
 
 def _change(
-    request: HttpRequest, actor: Membership, change: Callable[[], str], to: str = "app-workspace"
+    request: SignedInRequest, actor: Membership, change: Callable[[], str], to: str = "app-workspace"
 ) -> HttpResponse:
     """Run a change from sources.access; it returns what to tell the person, or refuses."""
     try:
@@ -70,7 +72,7 @@ def _change(
 
 @login_required
 @require_POST
-def member_add(request: HttpRequest) -> HttpResponse:
+def member_add(request: SignedInRequest) -> HttpResponse:
     actor = membership_or_404(request)
 
     def add() -> str:
@@ -91,7 +93,7 @@ def _member(actor: Membership, membership_id: int) -> Membership:
 
 @login_required
 @require_POST
-def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
+def member_role(request: SignedInRequest, membership_id: int) -> HttpResponse:
     actor = membership_or_404(request)
     member = _member(actor, membership_id)
     role = request.POST.get("role", "")
@@ -105,7 +107,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
+def member_remove(request: SignedInRequest, membership_id: int) -> HttpResponse:
     actor = membership_or_404(request)
     member = _member(actor, membership_id)
 
@@ -119,7 +121,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_key_new(request: HttpRequest) -> HttpResponse:
+def api_key_new(request: SignedInRequest) -> HttpResponse:
     actor = membership_or_404(request)
     if not actor.can_manage:
         return forbidden(request)
@@ -133,7 +135,7 @@ def api_key_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+def api_key_revoke(request: SignedInRequest, key_id: int) -> HttpResponse:
     actor = membership_or_404(request)
     with workspace_scope(actor.workspace_id):
         api_key = ApiKey.objects.filter(id=key_id).first()
@@ -149,7 +151,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def invitation_new(request: HttpRequest) -> HttpResponse:
+def invitation_new(request: SignedInRequest) -> HttpResponse:
     actor = membership_or_404(request)
 
     def send() -> str:
@@ -164,7 +166,7 @@ def invitation_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def invitation_revoke(request: HttpRequest, invitation_id: int) -> HttpResponse:
+def invitation_revoke(request: SignedInRequest, invitation_id: int) -> HttpResponse:
     actor = membership_or_404(request)
     with workspace_scope(actor.workspace_id):
         invitation = Invitation.objects.filter(id=invitation_id).first()

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -23,13 +23,13 @@ from sources.tenancy import workspace_scope
 from sources.web import agent_presenters
 from sources.web.agent_forms import AgentSettingsPageForm
 from sources.web.decorators import for_agent, forbidden, manager_required
-from sources.web.lookups import current_membership, membership_or_404
+from sources.web.lookups import SignedInRequest, current_membership, membership_or_404
 from sources.web.views.common import layout
 
 
 @login_required
 @require_GET
-def app_home(request: HttpRequest) -> HttpResponse:
+def app_home(request: SignedInRequest) -> HttpResponse:
     membership = current_membership(request)
     if membership is None:
         return redirect("app-welcome")  # create a workspace or accept an invitation
@@ -39,7 +39,7 @@ def app_home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def workspace_switch(request: HttpRequest) -> HttpResponse:
+def workspace_switch(request: SignedInRequest) -> HttpResponse:
     chosen = request.POST.get("workspace", "")
     membership = selectors.membership_in(request.user, int(chosen)) if chosen.isdigit() else None
     if membership is None:
@@ -50,7 +50,7 @@ def workspace_switch(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def agent_new(request: HttpRequest) -> HttpResponse:
+def agent_new(request: SignedInRequest) -> HttpResponse:
     membership = membership_or_404(request)
     if not membership.can_manage:
         return forbidden(request)
@@ -69,7 +69,7 @@ def agent_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @for_agent
 @manager_required
-def agent_delete(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def agent_delete(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     """GET: what goes with the agent; POST: delete it, once its name is typed back."""
     with workspace_scope(agent.workspace_id):
         counts = Source.objects.filter(agent_id=agent.id).aggregate(
@@ -89,13 +89,13 @@ def agent_delete(request: HttpRequest, agent: Agent, membership: Membership) -> 
 
 @login_required
 @require_GET
-def agent_home(request: HttpRequest, agent_id: int) -> HttpResponse:
+def agent_home(request: SignedInRequest, agent_id: int) -> HttpResponse:
     return redirect("app-agent-sources", agent_id=agent_id)
 
 
 @require_GET
 @for_agent
-def agent_test(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def agent_test(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     """Ask a question and see the passages the agent would get, with their scores, and the gate's verdict."""
     query = request.GET.get("q", "").strip()[:2000]
     result = agent_presenters.retrieval_test(agent=agent, query=query) if query else None
@@ -105,7 +105,7 @@ def agent_test(request: HttpRequest, agent: Agent, membership: Membership) -> Ht
 
 @require_GET
 @for_agent
-def agent_health(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def agent_health(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     """The doctor's findings for this agent and the deployment; everyone in the workspace may look."""
     report = doctor.diagnose(agent=agent)
     return render(
@@ -117,7 +117,7 @@ def agent_health(request: HttpRequest, agent: Agent, membership: Membership) -> 
 
 @require_http_methods(["GET", "POST"])
 @for_agent
-def agent_settings(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def agent_settings(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     if request.method == "POST":
         if not membership.can_manage:
             return forbidden(request)

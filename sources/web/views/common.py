@@ -15,6 +15,7 @@ from sources.quotas import QuotaExceeded
 from sources.selectors import memberships_of
 from sources.tenancy import workspace_scope
 from sources.web import presenters
+from sources.web.lookups import SignedInRequest
 
 
 def errors_response(errors: dict, status: int = 400) -> JsonResponse:
@@ -37,7 +38,7 @@ def body_of(request: HttpRequest) -> dict[str, Any]:
     return request.POST.dict()
 
 
-def layout(request: HttpRequest, membership: Membership, **extra: Any) -> dict[str, Any]:
+def layout(request: SignedInRequest, membership: Membership, **extra: Any) -> dict[str, Any]:
     """What every page of the app shows around its content: the workspace switcher and the agents."""
     with workspace_scope(membership.workspace_id):
         agents = list(Agent.objects.order_by("name", "id").only("id", "name"))
@@ -55,7 +56,7 @@ def back_to_sources(source: Source) -> HttpResponse:
 
 
 def source_layout(
-    request: HttpRequest, membership: Membership, source: Source, **extra: Any
+    request: SignedInRequest, membership: Membership, source: Source, **extra: Any
 ) -> dict[str, Any]:
     """The frame of a page about one source: its agent's sources tab, with the source's row on top."""
     return layout(

@@ -28,7 +28,7 @@ from sources.models import Membership
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web.decorators import for_agent, forbidden, manager_required
-from sources.web.lookups import membership_or_404
+from sources.web.lookups import SignedInRequest, membership_or_404
 from sources.web.views.common import layout
 
 MANAGERS_ONLY = "Only owners and admins of this workspace can connect accounts and add their pages."
@@ -56,7 +56,7 @@ def _redirect_uri(request: HttpRequest, provider: str) -> str:
 
 @login_required
 @require_GET
-def integrations_page(request: HttpRequest) -> HttpResponse:
+def integrations_page(request: SignedInRequest) -> HttpResponse:
     membership = membership_or_404(request)
     with workspace_scope(membership.workspace_id):
         rows = []
@@ -87,7 +87,7 @@ def integrations_page(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def integration_connect(request: HttpRequest, provider: str) -> HttpResponse:
+def integration_connect(request: SignedInRequest, provider: str) -> HttpResponse:
     membership = membership_or_404(request)
     provider = _provider(provider)
     if not membership.can_manage:
@@ -109,7 +109,7 @@ def integration_connect(request: HttpRequest, provider: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def integration_callback(request: HttpRequest, provider: str) -> HttpResponse:
+def integration_callback(request: SignedInRequest, provider: str) -> HttpResponse:
     membership = membership_or_404(request)
     provider = _provider(provider)
     if not membership.can_manage:
@@ -133,7 +133,7 @@ def integration_callback(request: HttpRequest, provider: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def integration_disconnect(request: HttpRequest, connection_id: int) -> HttpResponse:
+def integration_disconnect(request: SignedInRequest, connection_id: int) -> HttpResponse:
     membership = membership_or_404(request)
     with workspace_scope(membership.workspace_id):
         connection = Connection.objects.filter(id=connection_id).first()
@@ -154,7 +154,7 @@ def integration_disconnect(request: HttpRequest, connection_id: int) -> HttpResp
 # --- the picker -----------------------------------------------------------------------------------------
 
 
-def _connection_for_pick(request: HttpRequest, agent: Agent, provider: str) -> Connection | None:
+def _connection_for_pick(request: SignedInRequest, agent: Agent, provider: str) -> Connection | None:
     wanted = request.GET.get("connection") or request.POST.get("connection")
     with workspace_scope(agent.workspace_id):
         found = Connection.objects.filter(provider=provider, status=Connection.State.ACTIVE)
@@ -167,7 +167,7 @@ def _connection_for_pick(request: HttpRequest, agent: Agent, provider: str) -> C
 @for_agent
 @manager_required
 def integration_pick(
-    request: HttpRequest, agent: Agent, membership: Membership, provider: str
+    request: SignedInRequest, agent: Agent, membership: Membership, provider: str
 ) -> HttpResponse:
     provider = _provider(provider)
     kind = _kind_of(provider)
@@ -188,7 +188,7 @@ def integration_pick(
 
 
 def _pick_add(
-    request: HttpRequest,
+    request: SignedInRequest,
     agent: Agent,
     membership: Membership,
     kind: ConnectedKind,

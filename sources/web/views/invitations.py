@@ -16,6 +16,7 @@ from sources.accounts import INVITED_SESSION_KEY, verified_emails
 from sources.models import Invitation, Membership
 from sources.selectors import memberships_of
 from sources.services import workspace_create
+from sources.web.lookups import SignedInRequest
 
 UNCONFIRMED = "Confirm your e-mail address first: open the link we mailed you, then come back."
 
@@ -28,12 +29,12 @@ def _joined(request: HttpRequest, membership: Membership) -> HttpResponse:
 
 @login_required
 @require_GET
-def welcome(request: HttpRequest) -> HttpResponse:
+def welcome(request: SignedInRequest) -> HttpResponse:
     """Create a workspace, or accept an invitation sent to one of your confirmed addresses."""
     return _welcome(request)
 
 
-def _welcome(request: HttpRequest, status: int = 200, **extra: object) -> HttpResponse:
+def _welcome(request: SignedInRequest, status: int = 200, **extra: object) -> HttpResponse:
     context = {
         "invitations": invitations.invitations_for(request.user),
         "confirmed": bool(verified_emails(request.user)),
@@ -45,7 +46,7 @@ def _welcome(request: HttpRequest, status: int = 200, **extra: object) -> HttpRe
 
 @login_required
 @require_POST
-def workspace_new(request: HttpRequest) -> HttpResponse:
+def workspace_new(request: SignedInRequest) -> HttpResponse:
     # Sign-in already requires a confirmed address; this holds for accounts an operator made without one.
     if not verified_emails(request.user):
         return _welcome(request, status=403, error=UNCONFIRMED)
@@ -90,7 +91,7 @@ def _invitation(request: HttpRequest, invitation: Invitation, reason: str | None
 
 @login_required
 @require_POST
-def invitation_accept(request: HttpRequest, invitation_id: int) -> HttpResponse:
+def invitation_accept(request: SignedInRequest, invitation_id: int) -> HttpResponse:
     """Accept from the welcome page's list: only invitations addressed to this person exist here."""
     invitation = next((i for i in invitations.invitations_for(request.user) if i.id == invitation_id), None)
     if invitation is None:

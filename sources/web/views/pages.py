@@ -6,7 +6,7 @@ ingestion.lifecycle; presenters shape the rows.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -17,12 +17,13 @@ from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import presenters
 from sources.web.decorators import for_source, manager_required, wants_json
+from sources.web.lookups import SignedInRequest
 from sources.web.views.common import body_of, errors_response, quota_refused, source_layout
 
 
 @require_GET
 @for_source
-def source_failed_pages(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_failed_pages(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     """The pages that failed, each with its reason and a link to it, and one button to retry them all; the
     pages skipped on purpose have their own list (source_skipped_pages), linked from here."""
     context = source_layout(
@@ -36,7 +37,7 @@ def source_failed_pages(request: HttpRequest, source: Source, membership: Member
 
 @require_http_methods(["GET", "POST"])
 @for_source
-def source_skipped_pages(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_skipped_pages(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     """GET: the pages skipped on purpose (too little text, only links, a search page), each with its reason
     in words and the size of its text. POST (owners and admins): "Index anyway" for one of them
     (`document`), which is fetched again and kept, on every sync after too."""
@@ -52,7 +53,7 @@ def source_skipped_pages(request: HttpRequest, source: Source, membership: Membe
 
 
 @manager_required
-def _index_anyway(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def _index_anyway(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     document_id = str(body_of(request).get("document", ""))
     with workspace_scope(source.workspace_id):
         document = source.documents.filter(id=int(document_id)).first() if document_id.isdigit() else None

@@ -11,7 +11,7 @@ import uuid
 
 from django.contrib.auth.decorators import login_required
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponseBase, JsonResponse
 from django.views.decorators.http import require_POST
 
 from agents import services, turn
@@ -19,13 +19,13 @@ from agents.models import Conversation
 from config.streaming import event_stream_response, served_async
 from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
-from sources.web.lookups import agent_for
+from sources.web.lookups import SignedInRequest, agent_for
 
 
 @served_async
 @login_required
 @require_POST
-def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
+def preview_chat_stream(request: SignedInRequest, agent_id: int) -> HttpResponseBase:
     agent, membership = agent_for(request.user, agent_id)  # another workspace's agent is a 404
     if not membership.can_manage:
         return JsonResponse({"detail": "Only owners and admins can preview the agent."}, status=403)
@@ -44,10 +44,12 @@ def preview_chat_stream(request: HttpRequest, agent_id: int) -> HttpResponse:
     visitor_id = f"preview:{request.user.pk}"
     conversation_id = body.get("conversation_id")
     if conversation_id:
-        with workspace_scope(agent.workspace_id):
-            conversation = Conversation.objects.filter(
-                id=_uuid_or_none(conversation_id), agent=agent, visitor_id=visitor_id
-            ).first()
+        conversation = None
+        if (conversation_uuid := _uuid_or_none(conversation_id)) is not None:  # else none has that id
+            with workspace_scope(agent.workspace_id):
+                conversation = Conversation.objects.filter(
+                    id=conversation_uuid, agent=agent, visitor_id=visitor_id
+                ).first()
         if conversation is None:
             return JsonResponse({"detail": "No such conversation."}, status=404)
     else:

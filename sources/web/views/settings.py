@@ -7,7 +7,7 @@ from __future__ import annotations
 import structlog
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,14 +17,16 @@ from sources import access
 from sources.models import Membership, Schedule, Workspace
 from sources.usage import workspace_usage
 from sources.web.decorators import forbidden
-from sources.web.lookups import membership_or_404
+from sources.web.lookups import SignedInRequest, membership_or_404
 from sources.web.views.common import layout
 
 # Who saw or changed the secret, and when: operators find it in the logs (JSON lines with the request id).
 audit = structlog.get_logger("grounded.audit")
 
 
-def _page(request: HttpRequest, membership: Membership, status: int = 200, **extra: object) -> HttpResponse:
+def _page(
+    request: SignedInRequest, membership: Membership, status: int = 200, **extra: object
+) -> HttpResponse:
     workspace = Workspace.objects.get(id=membership.workspace_id)
     membership.workspace = workspace
     expires = workspace.previous_visitor_secret_expires_at
@@ -43,7 +45,7 @@ def _page(request: HttpRequest, membership: Membership, status: int = 200, **ext
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def workspace_settings(request: HttpRequest) -> HttpResponse:
+def workspace_settings(request: SignedInRequest) -> HttpResponse:
     actor = membership_or_404(request)
     if request.method == "GET":
         return _page(request, actor)
@@ -61,12 +63,12 @@ def workspace_settings(request: HttpRequest) -> HttpResponse:
     return redirect("app-workspace-settings")
 
 
-def _owner(request: HttpRequest) -> Membership | None:
+def _owner(request: SignedInRequest) -> Membership | None:
     actor = membership_or_404(request)
     return actor if actor.role == Membership.Role.OWNER else None
 
 
-def _showing_secret(request: HttpRequest, actor: Membership, secret: str) -> HttpResponse:
+def _showing_secret(request: SignedInRequest, actor: Membership, secret: str) -> HttpResponse:
     # Rendered, not redirected, and not cached: the secret is shown on this one answer only.
     response = _page(request, actor, visitor_secret=secret)
     response["Cache-Control"] = "no-store"
@@ -75,7 +77,7 @@ def _showing_secret(request: HttpRequest, actor: Membership, secret: str) -> Htt
 
 @login_required
 @require_POST
-def visitor_secret_reveal(request: HttpRequest) -> HttpResponse:
+def visitor_secret_reveal(request: SignedInRequest) -> HttpResponse:
     actor = _owner(request)
     if actor is None:
         return forbidden(request, "Only owners can see the workspace's visitor-token secret.")
@@ -85,7 +87,7 @@ def visitor_secret_reveal(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def visitor_secret_rotate(request: HttpRequest) -> HttpResponse:
+def visitor_secret_rotate(request: SignedInRequest) -> HttpResponse:
     actor = _owner(request)
     if actor is None:
         return forbidden(request, "Only owners can rotate the workspace's visitor-token secret.")

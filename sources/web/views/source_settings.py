@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -17,6 +17,7 @@ from ingestion.kinds.config import KindError
 from sources.models import Membership, Source
 from sources.web import forms, presenters
 from sources.web.decorators import for_agent, for_source, forbidden, manager_required, wants_json
+from sources.web.lookups import SignedInRequest
 from sources.web.views.common import (
     back_to_sources,
     body_of,
@@ -27,7 +28,7 @@ from sources.web.views.common import (
 
 @require_http_methods(["GET", "POST"])
 @for_source
-def source_settings(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_settings(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     """A source's title, sync schedule, pause, labels and chunking; everyone sees them, owners and admins
     change them. The Preview button (without JavaScript) shows the chunks typed settings make, unsaved."""
     errors: dict[str, list[str]] = {}
@@ -82,7 +83,7 @@ def _chunk_preview(source: Source | None, form: Any) -> dict[str, Any]:
 
 @require_POST
 @for_source
-def source_chunk_preview(request: HttpRequest, source: Source, membership: Membership) -> JsonResponse:
+def source_chunk_preview(request: SignedInRequest, source: Source, membership: Membership) -> JsonResponse:
     """The settings page's Preview: nothing is saved, so every member may look."""
     try:
         return JsonResponse(_chunk_preview(source, body_of(request)))
@@ -93,7 +94,7 @@ def source_chunk_preview(request: HttpRequest, source: Source, membership: Membe
 @require_POST
 @for_agent
 @manager_required
-def text_chunk_preview(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
+def text_chunk_preview(request: SignedInRequest, agent: Agent, membership: Membership) -> JsonResponse:
     """The add dialog's Preview: the chunks its settings make of the pasted text, before it is added."""
     try:
         return JsonResponse(_chunk_preview(None, body_of(request)))

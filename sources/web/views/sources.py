@@ -6,11 +6,12 @@ ingestion.lifecycle; presenters shape rows; the decorators check who may see and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -26,6 +27,7 @@ from sources.quotas import QuotaExceeded
 from sources.tenancy import workspace_scope
 from sources.web import forms, presenters, source_listing
 from sources.web.decorators import for_agent, for_source, manager_required, wants_json
+from sources.web.lookups import SignedInRequest
 from sources.web.views.common import (
     back_to_sources,
     body_of,
@@ -59,7 +61,7 @@ def _sources_context(agent: Agent, query: Any) -> dict[str, Any]:
 
 
 def _sources_page(
-    request: HttpRequest, agent: Agent, membership: Membership, status: int = 200, **extra: Any
+    request: SignedInRequest, agent: Agent, membership: Membership, status: int = 200, **extra: Any
 ) -> HttpResponse:
     context = layout(
         request,
@@ -83,13 +85,13 @@ def _sources_page(
 
 @require_GET
 @for_agent
-def agent_sources(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def agent_sources(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     return _sources_page(request, agent, membership, add_kind=request.GET.get("add", ""))
 
 
 @require_GET
 @for_agent
-def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
+def agent_sources_json(request: SignedInRequest, agent: Agent, membership: Membership) -> JsonResponse:
     """What the sources page polls while something is in flight: each row, drawn by the same template."""
     context = _sources_context(agent, request.GET)
     rows = [
@@ -116,11 +118,16 @@ def agent_sources_json(request: HttpRequest, agent: Agent, membership: Membershi
     )
 
 
-BULK_ACTIONS = {
+def _delete(source: Source) -> bool:
+    lifecycle.source_delete(source=source)
+    return True
+
+
+BULK_ACTIONS: dict[str, Callable[[Source], bool]] = {
     # Each returns whether it did something for that source; busy or unsuitable sources are skipped.
     "retry": lambda source: lifecycle.retry_failed(source=source) > 0,
     "reindex": lambda source: presenters.reindex_helps(source) and lifecycle.source_reindex(source=source),
-    "delete": lambda source: lifecycle.source_delete(source=source) or True,
+    "delete": _delete,
 }
 BULK_VERBS = {"retry": "Retrying failed pages of", "reindex": "Reindexing", "delete": "Deleted"}
 
@@ -128,7 +135,7 @@ BULK_VERBS = {"retry": "Retrying failed pages of", "reindex": "Reindexing", "del
 @require_POST
 @for_agent
 @manager_required
-def sources_bulk(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def sources_bulk(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     """Retry, reindex or delete the ticked sources, each through ingestion.lifecycle."""
     body = body_of(request)
     action = str(body.get("action", ""))
@@ -156,7 +163,7 @@ def sources_bulk(request: HttpRequest, agent: Agent, membership: Membership) -> 
 @require_POST
 @for_agent
 @manager_required
-def source_add(request: HttpRequest, agent: Agent, membership: Membership) -> HttpResponse:
+def source_add(request: SignedInRequest, agent: Agent, membership: Membership) -> HttpResponse:
     """Add a source of any kind: JSON or a form post, files as multipart (one source per file)."""
     body = body_of(request)
     try:
@@ -168,8 +175,10 @@ def source_add(request: HttpRequest, agent: Agent, membership: Membership) -> Ht
             content_length=int(request.META.get("CONTENT_LENGTH") or 0),
         )
     except (KindError, UploadTooLarge) as exc:
-        too_large = isinstance(exc, UploadTooLarge)
-        errors, status = ({"file": [exc.message]}, 413) if too_large else (exc.errors, 400)
+        if isinstance(exc, UploadTooLarge):
+            errors, status = {"file": [exc.message]}, 413
+        else:
+            errors, status = exc.errors, 400
         if wants_json(request):
             return errors_response(errors, status)
         # Without JavaScript: the same page, with the dialog open, what was typed and the messages.
@@ -200,7 +209,7 @@ def source_add(request: HttpRequest, agent: Agent, membership: Membership) -> Ht
 @require_POST
 @for_agent
 @manager_required
-def discover(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
+def discover(request: SignedInRequest, agent: Agent, membership: Membership) -> JsonResponse:
     try:
         pages = forms.discover_pages(str(body_of(request).get("domain", "")))
     except KindError as exc:
@@ -216,7 +225,7 @@ def discover(request: HttpRequest, agent: Agent, membership: Membership) -> Json
 @require_POST
 @for_agent
 @manager_required
-def discover_add(request: HttpRequest, agent: Agent, membership: Membership) -> JsonResponse:
+def discover_add(request: SignedInRequest, agent: Agent, membership: Membership) -> JsonResponse:
     pages = body_of(request).get("pages")
     if not isinstance(pages, list) or not pages or not all(isinstance(p, dict) for p in pages):
         return errors_response({"pages": ["Tick at least one page to add."]})
@@ -232,7 +241,7 @@ def discover_add(request: HttpRequest, agent: Agent, membership: Membership) -> 
 @for_source
 @manager_required
 def source_reprocess(
-    request: HttpRequest, source: Source, membership: Membership, action: str
+    request: SignedInRequest, source: Source, membership: Membership, action: str
 ) -> HttpResponse:
     """Reindex (chunk and embed again from what is kept) or recrawl (fetch a web source again)."""
     if action == "recrawl":
@@ -255,7 +264,7 @@ def source_reprocess(
 @require_http_methods(["GET", "POST"])
 @for_source
 @manager_required
-def source_delete(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_delete(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     """GET: the confirmation page (the dialog's stand-in without JavaScript); POST: delete."""
     if request.method == "GET":
         context = layout(request, membership, agent=source.agent, row=presenters.source_row(source))
@@ -271,7 +280,7 @@ def source_delete(request: HttpRequest, source: Source, membership: Membership) 
 @require_POST
 @for_source
 @manager_required
-def source_reupload(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_reupload(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     upload = request.FILES.get("file")
     try:
         if upload is None:
@@ -294,7 +303,7 @@ def source_reupload(request: HttpRequest, source: Source, membership: Membership
 
 @require_GET
 @for_source
-def source_preview_page(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_preview_page(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     preview = presenters.source_preview_titled(source)
     context = source_layout(
         request,
@@ -310,7 +319,7 @@ def source_preview_page(request: HttpRequest, source: Source, membership: Member
 @require_POST
 @for_source
 @manager_required
-def source_retry_failed(request: HttpRequest, source: Source, membership: Membership) -> HttpResponse:
+def source_retry_failed(request: SignedInRequest, source: Source, membership: Membership) -> HttpResponse:
     try:
         queued = lifecycle.retry_failed(source=source)
     except QuotaExceeded as exc:
