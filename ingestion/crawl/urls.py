@@ -6,6 +6,23 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
+# Parameters ad and mail platforms add to a link: they say how the visitor came, not which page it is.
+# Left in, every campaign click on the same page would queue (and crawl, and embed) another copy.
+TRACKING_PARAMS = frozenset(
+    {
+        "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "twclid", "ttclid",
+        "li_fat_id", "igshid", "mc_cid", "mc_eid", "_ga", "_gl", "_hsenc", "_hsmi", "mkt_tok", "vero_id",
+        "oly_anon_id", "oly_enc_id", "rb_clickid", "s_cid", "ref_src",
+    }
+)  # fmt: skip
+TRACKING_PREFIXES = ("utm_", "pk_", "mtm_", "hsa_")
+
+
+def is_tracking_param(key: str) -> bool:
+    """Whether a query parameter only says how a visitor came (a campaign, a click), not which page it is."""
+    lowered = key.lower()
+    return lowered in TRACKING_PARAMS or lowered.startswith(TRACKING_PREFIXES)
+
 
 def normalize_url(url: str, base_url: str | None = None) -> str | None:
     """Absolute http(s) URL with scheme and host in lower case, no default port, no fragment, and "/" for an

@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ingestion.crawl.urls import is_tracking_param
 from ingestion.kinds.url import UrlKind
 from sources.models import Source
-
-# Parameters ad and mail platforms add to a link: they say how the visitor came, not which page it is.
-# Left in, every campaign click on the same page would queue (and crawl, and embed) another copy.
-TRACKING_PARAMS = frozenset(
-    {
-        "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "twclid", "ttclid",
-        "li_fat_id", "igshid", "mc_cid", "mc_eid", "_ga", "_gl", "_hsenc", "_hsmi", "mkt_tok", "vero_id",
-        "oly_anon_id", "oly_enc_id", "rb_clickid", "s_cid", "ref_src",
-    }
-)  # fmt: skip
-TRACKING_PREFIXES = ("utm_", "pk_", "mtm_", "hsa_")
 
 
 class AutoKind(UrlKind):
@@ -33,7 +23,7 @@ def visited_page_url(url: str) -> str:
     query = [
         (key, value)
         for key, value in parse_qsl(parts.query, keep_blank_values=True)
-        if key.lower() not in TRACKING_PARAMS and not key.lower().startswith(TRACKING_PREFIXES)
+        if not is_tracking_param(key)
     ]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, doseq=True), ""))
 
