@@ -73,5 +73,6 @@ def _ssl_context(verify: ssl.SSLContext | str | bool) -> ssl.SSLContext:
 
 @functools.cache
 def _cached_ssl_context(verify: str | bool) -> ssl.SSLContext:
-    # Loading the CA bundle costs tens of milliseconds; one context per setting serves every fetch.
+    # Loading the CA bundle costs more than a fetch should pay each time (docs/BENCHMARKS.md); one
+    # context per setting serves every fetch.
     return httpx.create_ssl_context(verify=verify, trust_env=False)

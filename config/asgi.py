@@ -6,7 +6,7 @@ loop rather than a server thread, and a turn waiting on a model holds no thread 
 other request (the REST API, the web UI, health checks) goes to Django's WSGI handler on a fixed pool of
 WEB_THREADS threads (a2wsgi). Under the ASGI handler each sync view and sync middleware was a thread hop,
 and each request ran in a new thread, so it could not keep a database connection and took one from the
-pool: ~9 ms more than a threaded server on a cached search answer (docs/BENCHMARKS.md). Threads that live
+pool: slower than a threaded server on a cached search answer (docs/BENCHMARKS.md). Threads that live
 as long as the process keep their connections (DATABASE_CONN_MAX_AGE, 60 s here unless set), as a
 threaded WSGI server does; a request served by the ASGI handler closes its own when it finishes.
 """

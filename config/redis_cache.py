@@ -3,7 +3,7 @@
 Django keeps a cache backend per context, not per process (`caches` is a context-local). Under the
 router (config/asgi.py) every request runs in a context of its own, so every request built a new backend,
 a new connection pool and a new connection to Redis: a TCP connect and a handshake before its first cache
-read, ~0.5 ms of a cached search's few (docs/BENCHMARKS.md). The pools here belong to the process, keyed
+read, a visible share of a cached search (docs/BENCHMARKS.md). The pools here belong to the process, keyed
 by their servers and options, so backends made for later requests reuse the first one's connections.
 
 Django's client also makes a `redis.Redis` for every cache operation; building one fills its table of

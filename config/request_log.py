@@ -19,7 +19,7 @@ def client_address(request: Any) -> str:
 class RequestLogMiddleware(RequestMiddleware):
     """django-structlog's request lines, with the address the rate limits use. Its own (ipware) believes
     whatever X-Forwarded-For a client sends, so a log could name an address of the client's choosing,
-    and it took ~0.5 ms of a cached search's few (docs/BENCHMARKS.md)."""
+    and it was a visible share of a cached search (docs/BENCHMARKS.md)."""
 
     @classmethod
     def bind_ip(cls, request: Any) -> None:

@@ -46,8 +46,9 @@ class IndexingError(RuntimeError):
 
 
 # One index job embeds the chunks of many small documents together: the embedder's batches stay full and
-# of similar length whatever the page sizes. The budget (~170 chunks of 2,000 characters, ~10 s of the
-# built-in embedder on 2 cores) keeps one job well inside its time limit; settings of these names override it.
+# of similar length whatever the page sizes. The budget (~170 chunks of 2,000 characters, a small share
+# of the time limit for the built-in embedder on 2 cores) keeps one job well inside that limit; settings of
+# these names override it.
 INDEX_BATCH_MAX_CHARS = 300_000
 INDEX_BATCH_MAX_DOCUMENTS = 100
 UNEXPECTED = "Something went wrong while indexing this page."
@@ -225,10 +226,10 @@ def _embed_and_store(
     made: list[Parts] = []
     try:
         # An embedder that works in the background (the built-in one's streams) is given the chunks'
-        # own inputs first, and embeds them while this thread cuts their sentences (pysbd, ~20 ms a
-        # page), which it used to wait for. Others, and chunks that fill one part (a lone part runs
-        # when it is read, so nothing would overlap), go in one order by size with the sentences:
-        # a provider gets one request fewer for a small page.
+        # own inputs first, and embeds them while this thread cuts their sentences (pysbd, not free
+        # per page: docs/BENCHMARKS.md), which it used to wait for. Others, and chunks that fill one
+        # part (a lone part runs when it is read, so nothing would overlap), go in one order by size with
+        # the sentences: a provider gets one request fewer for a small page.
         early = embedder.embeds_in_background and waiting.uncut() > waiting.part_size
         parts = list(waiting.parts()) if early else []
         if parts:

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 def warm_embedder(**_kwargs: object) -> None:
     """Every worker process takes interactive work (ingestion/jobs/lanes.py), so each loads the embedder
     before its first job: a crawl process would otherwise load it on a small source's first job, which then
-    took 3-4 s instead of a fraction of one (docs/BENCHMARKS.md, "Fair work across workspaces")."""
+    waited seconds for it instead of starting at once (docs/BENCHMARKS.md, "Fair work across workspaces")."""
     if not settings.INGESTION_LANES:
         return
     from retrieval.embedders.base import EmbeddingError

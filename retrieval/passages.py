@@ -35,8 +35,8 @@ class Passage:
 
 
 # What a passage shows, in one statement written out: a chunk's vector and its document's full text are
-# large (loading them took ~85 % of a 200-passage search on SciFact), and building this query through the
-# ORM took ~1 ms of a cached search's ~6 (docs/BENCHMARKS.md). The workspace is in the WHERE clause as
+# large (loading them was most of a 200-passage search on SciFact), and building this query through the
+# ORM was a visible share of a cached search (docs/BENCHMARKS.md). The workspace is in the WHERE clause as
 # the tenant manager would put it.
 PASSAGES_SQL = (
     f"SELECT {resident.SHOWN} FROM {resident.SHOWN_FROM}"

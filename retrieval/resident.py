@@ -2,8 +2,8 @@
 so a search of it is an exact matrix product and a BM25 sum in numpy instead of an HNSW walk and a postings
 scan in PostgreSQL.
 
-Why: at 5,748 chunks, PostgreSQL's HNSW statement costs ~4 ms where numpy's exact search of the same
-vectors costs well under one (docs/BENCHMARKS.md, "Search API latency"), and the graph is shared by every
+Why: on a small workspace PostgreSQL's HNSW statement costs several times numpy's exact search of the
+same vectors (docs/BENCHMARKS.md, "Search API latency"), and the graph is shared by every
 workspace, so its cost follows the whole table, not the workspace. The postings
 (retrieval/resident_postings.py) are held only when every keyword-indexed chunk is a row of the copy;
 otherwise BM25 stays in SQL. Metadata filters (an agent's sources, an audience) are masks over the rows

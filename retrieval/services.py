@@ -152,7 +152,7 @@ def _search(
             key=key,
             generation=found.generation,
             # Each passage's own fields, shallow: the cache pickles them when stored (asdict's deep copy
-            # of every metadata dict cost ~0.2 ms a search).
+            # of every metadata dict was a visible cost per search: docs/BENCHMARKS.md).
             passages=[dict(vars(p)) for p in passages],
             stale_chunks=stale_chunks,
         )

@@ -1,7 +1,7 @@
 """Django's PostgreSQL backend, with a health check that costs no round trip on a connection that is fine.
 
 Django checks a kept connection (CONN_HEALTH_CHECKS) before a request's first query by sending `SELECT 1`:
-a round trip to PostgreSQL on every request, ~0.6 ms of a cached search's ~2.6 (docs/BENCHMARKS.md). Between
+a round trip to PostgreSQL on every request, a visible share of a cached search (docs/BENCHMARKS.md). Between
 queries an idle connection has nothing to read. When PostgreSQL drops it (a restart, a terminated backend,
 an idle timeout) the server says so and closes the socket, which makes it readable. So a connection with
 nothing to read is usable as it stands; one with something pending (that goodbye, or a rare asynchronous

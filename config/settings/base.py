@@ -308,8 +308,8 @@ EMBED_TITLE_PREFIX = env.bool("EMBED_TITLE_PREFIX", default=True)
 # Sentence vectors (retrieval/sentences.py): ingestion also embeds each chunk's sentences, and a hybrid
 # search rescores its best SEARCH_SENTENCE_CANDIDATES fused chunks by chunk cosine, best-sentence cosine
 # and BM25 at these weights. SciFact train 0.7358 -> 0.7547 nDCG@10 and the Flask questions' citations
-# 0.796 -> 0.889, for ~2.2x the embedding work per page and ~1.3 ms more per search of a workspace held
-# in memory, ~3.5 ms otherwise (docs/BENCHMARKS.md, "Sentence vectors"). On by default: retrieval
+# 0.796 -> 0.889, for about twice the embedding work per page and a little more time per search
+# (docs/BENCHMARKS.md, "Sentence vectors"). On by default: retrieval
 # quality is what every answer is made of; false makes ingestion embed chunks only (and searches skip the
 # rescoring). Chunks indexed before it was turned on are rescored by their chunk cosine until
 # `manage.py reindex` gives them their sentences.
@@ -479,7 +479,8 @@ LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
 DJANGO_STRUCTLOG_CELERY_ENABLED = True
 # One line per request at INFO, when it finishes (with its status), as an access log has; the line at its
-# start is DEBUG (LOG_LEVEL=DEBUG shows it). Two lines cost ~0.2 ms more of a cached search's few.
+# start is DEBUG (LOG_LEVEL=DEBUG shows it). A second line at INFO was a visible share of a
+# cached search (docs/BENCHMARKS.md).
 DJANGO_STRUCTLOG_STATUS_START_LOG_LEVEL = logging.DEBUG
 # Take the request id from the proxy's X-Request-ID header (only behind a proxy that sets it: a client could
 # otherwise choose the id its requests are logged under). A new UUID per request when off.

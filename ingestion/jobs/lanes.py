@@ -1,9 +1,9 @@
 """Fair work across workspaces: which lane a source's jobs are published in, chosen by the work the source
 will index, not by how many sources its workspace added.
 
-Measured before (issue #14): a one-paragraph text source waited 36 s behind another workspace's 769-page
-crawl, because both queues were first come, first served and the index worker was busy with the crawl's
-batches (~100 pages, tens of seconds of embedding each). Lanes fix it without slowing the crawl:
+Measured before (issue #14, docs/BENCHMARKS.md): a one-paragraph text source waited behind another
+workspace's big crawl, because both queues were first come, first served and the index worker was busy with
+the crawl's batches (~100 pages each). Lanes fix it without slowing the crawl:
 
 - a *small* source is one whose expected work is at most INGESTION_SMALL_SOURCE_PAGES pages (its listing's
   pages once known: a sitemap's, a connector's; a connector not yet listed: what was picked), a pasted text

@@ -1,8 +1,8 @@
 """An index job stores the documents it has embedded while it embeds the next ones.
 
 An index job embedded every chunk it had claimed, then stored each document (its chunks, vectors, keyword
-postings and status, in one transaction each): the embedder sat idle through the whole store, ~6 % of a
-crawl's wall time on 2 cores, and the job's last store was the crawl's tail (docs/BENCHMARKS.md, "Crawl +
+postings and status, in one transaction each): the embedder sat idle through the whole store, a share of
+a crawl's wall time on 2 cores, and the job's last store was the crawl's tail (docs/BENCHMARKS.md, "Crawl +
 index end to end"). So the job embeds in parts (one embedder call each, ingestion/indexing.py) and hands
 each document the parts make whole to one thread of the process that stores it, while the job's own thread
 embeds the next part (ONNX and the database driver release the GIL); the job ends when its last document

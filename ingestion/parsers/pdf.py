@@ -1,6 +1,6 @@
 """PDF: reading-ordered text from pypdfium2, ruled tables from pdfplumber, unreadable pages through OCR.
 
-Every page's words come from PDFium (pypdfium2), an order of magnitude faster than pdfminer, and go
+Every page's words come from PDFium (pypdfium2), far faster than pdfminer (docs/BENCHMARKS.md), and go
 through the same reading-order code (`pdf_layout`: columns, running headers, hyphenation). pdfplumber's
 table finder runs only on pages whose drawn lines close a grid (`pdf_text.ruled_cell`), since only there
 can it find a table. A page drawn turned (a landscape page shown upright through /Rotate) is read in

@@ -39,8 +39,9 @@ def scanned_without_ocr(detail: str) -> ParseError:
 
 @contextmanager
 def _one_openmp_thread() -> Iterator[None]:
-    """Tesseract's OpenMP threads make it ten times slower on two cores (measured: 15 s against 1.6 s a
-    page). pytesseract passes no environment of its own, so the variable is set around the call."""
+    """Tesseract's OpenMP threads fight over two cores and make it far slower a page
+    (docs/BENCHMARKS.md). pytesseract passes no environment of its own, so the variable is set around
+    the call."""
     if "OMP_THREAD_LIMIT" in os.environ:
         yield
         return

@@ -1,13 +1,13 @@
 """One PDF page read with pypdfium2: positioned words, drawn rules, images, and how trustworthy its text is.
 
-PDFium reads a page's text an order of magnitude faster than pdfminer (measured on the shared PDFs: 290
-pages/s with every character's box, against 15 pages/s for pdfplumber just opening the pages), so every
-page goes through here; only pages with drawn table lines are opened again with pdfplumber, whose
-table finder is worth its cost there. Words are built the way pdfplumber's `extract_words` builds
-them (characters clustered into lines by their top, split at spaces and gaps wider than 1.5 points), so
-the reading-order code in `pdf_layout` sees the same boxes it was tuned on. A page whose text runs up,
-down or upside down (a landscape page drawn sideways and shown upright through /Rotate) is read in a
-frame turned back by the direction most of its glyphs run, so its lines read like any other page's.
+PDFium reads a page's text, every character's box included, far faster than pdfplumber (pdfminer) even
+opens the pages (docs/BENCHMARKS.md), so every page goes through here; only pages with drawn table lines
+are opened again with pdfplumber, whose table finder is worth its cost there. Words are built the way
+pdfplumber's `extract_words` builds them (characters clustered into lines by their top, split at spaces
+and gaps wider than 1.5 points), so the reading-order code in `pdf_layout` sees the same boxes it was
+tuned on. A page whose text runs up, down or upside down (a landscape page drawn sideways and shown
+upright through /Rotate) is read in a frame turned back by the direction most of its glyphs run, so its
+lines read like any other page's.
 """
 
 from __future__ import annotations

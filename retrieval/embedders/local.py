@@ -8,7 +8,7 @@ The session is built once per process, on first use (config.backends caches the 
 spinning off, for as many threads as the process has usable cores: an index worker of one process uses
 every core and leaves them idle between batches, for the crawl worker beside it. By default each thread
 runs batches of its own (a stream of one intra-op thread), rather than every thread sharing each operator
-of one batch: on 2 cores this embedded ~4 % faster alone and lost less to other work beside it
+of one batch: on 2 cores this embedded faster alone and lost less to other work beside it
 (docs/BENCHMARKS.md, "Streams"). `EMBEDDER_THREADS` sets the thread count (several index processes on one
 machine should share the cores between them), `EMBEDDER_STREAMS` how many batches they run at once.
 """
@@ -31,7 +31,7 @@ MAX_TOKENS = 256
 INFERENCE_BATCH = 32
 # A batch is padded to its longest row; padding beyond this share of its real tokens starts a new batch,
 # unless the batch is smaller than SMALL_BATCH_TOKENS (a call costs more than padding a few short rows).
-# 128 embedded one-page jobs ~7 % faster than 512, and a whole site as fast (docs/BENCHMARKS.md).
+# 128 embedded one-page jobs faster than 512, and a whole site as fast (docs/BENCHMARKS.md).
 PADDING_SLACK = 0.25
 SMALL_BATCH_TOKENS = 128
 
@@ -125,7 +125,7 @@ class MiniLMOnnxEmbedder(Embedder):
         self._tokenizer = tokenizer
         # A lone batch (a question, a short page) runs on every thread; streams run on their share. The
         # model is ~23 MB, so a second session costs little: one thread on a lone batch made every
-        # small document and question slower (the test suite took a third longer).
+        # small document and question slower (docs/BENCHMARKS.md, "Streams").
         self._session = session(self._threads)
         self._stream_session = session(self._threads // self._streams) if self._streams > 1 else self._session
 

@@ -6,7 +6,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     """Postings are deleted by chunk within a workspace: index exactly that, and drop the workspace-only
     index that (with statistics stale after a bulk load) made such a delete read a workspace's every
-    posting: 54 % of a bulk upsert's time at 100k chunks. Built concurrently: the table is the largest.
+    posting: a large share of a bulk upsert's time at scale (docs/BENCHMARKS.md). Built
+    concurrently: the table is the largest.
     """
 
     atomic = False

@@ -237,7 +237,7 @@ class PgVectorStore(VectorStore):
                 # Filters (the agent, the audiences) usually pass most chunks. Rank without them first
                 # and keep the first top_k that pass: exact whenever that many pass among the first
                 # candidates. Joining every posting row to its chunk for the filter is what made a
-                # filtered keyword search ~30x slower at 100k chunks; only the candidates are joined.
+                # filtered keyword search many times slower at 100k chunks; only the candidates are joined.
                 candidates = max(top_k * 10, 200)
                 sql = keyword_sql(chunk_ids=chunk_ids, passing=where)
                 cursor.execute(sql, {**params, "limit": candidates})
@@ -259,7 +259,7 @@ class PgVectorStore(VectorStore):
         """Too few of the best chunks passed the filter, so it passes few chunks (a small agent, a rare
         audience): rank those chunks themselves. When they are few enough, their ids (read through the
         metadata GIN index) restrict the postings scan; joining every posting of the query's terms to
-        its chunk instead took 63 ms p50 / 203 ms p95 for a 2,000-chunk agent at 1M chunks."""
+        its chunk instead was slow for a small agent in a large table (docs/BENCHMARKS.md)."""
         cursor.execute(
             f"SELECT c.id::text FROM sources_chunk c WHERE c.workspace_id = %(workspace)s{where}"
             " LIMIT %(cap)s",
@@ -446,7 +446,7 @@ class PgVectorStore(VectorStore):
         return name
 
     def drop_index(self) -> None:
-        """For bulk loads: inserting into the graph is ~80 % of a one-document upsert, and rebuilding it
-        once is several times faster than a million single inserts. Searches are exact meanwhile."""
+        """For bulk loads: inserting into the graph is most of a one-document upsert, and rebuilding it
+        once beats a million single inserts (docs/BENCHMARKS.md). Searches are exact meanwhile."""
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {self.index_name()}")

@@ -87,7 +87,7 @@ def vector_sql(
     `given_ids`, of the chunks in `%(ids)s`, unordered. `where` is filter_sql's condition.
 
     Scoring a few given chunks must not go through the HNSW index: an index scan filtered down to a
-    handful of ids walks most of the graph (550 ms at 100k chunks). Without ORDER BY on the distance
+    handful of ids walks most of the graph, whatever the few ids. Without ORDER BY on the distance
     the planner reads them by primary key; the caller ranks them instead."""
     if given_ids:
         where += " AND c.id = ANY(%(ids)s::uuid[])"

@@ -58,7 +58,7 @@ def write_vectors(
     cursor: Any, *, workspace_id: int, records: list[VectorRecord], model_name: str
 ) -> tuple[set[str], list[str]]:
     """Vectors go by binary COPY into a temporary table, then one UPDATE joins it: formatting them as
-    text took ~13 % of a bulk upsert (0.2 s per 1,000 vectors against 0.01 s in binary). Returns
+    text was a visible share of a bulk upsert, binary a small fraction of it (docs/BENCHMARKS.md). Returns
     the ids of the chunks written (those of this workspace), and those of them that already had
     a vector."""
     raw = cursor.cursor

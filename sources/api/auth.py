@@ -14,7 +14,7 @@ from sources import key_rows
 from sources.models import ApiKey, Membership, Workspace
 
 #: People read when a key was last used to the minute. Writing it on every request was a write and a
-#: commit per search (~1 ms of a cached answer's ~4).
+#: commit per search, a large share of a cached answer (docs/BENCHMARKS.md).
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
@@ -69,7 +69,7 @@ def _columns(fields: list, alias: str) -> str:
 
 
 # The key and its workspace in one statement written out once: building the same lookup through the ORM
-# (select_related) cost ~0.6 ms a request, a tenth of a cached search (docs/BENCHMARKS.md). Lookup by the
+# (select_related) cost more than running it, on every request (docs/BENCHMARKS.md). Lookup by the
 # visible prefix must cross workspaces: the key is what tells us the workspace.
 KEY_LOOKUP = (
     f"SELECT {_columns(_KEY_FIELDS, 'k')}, {_columns(_WORKSPACE_FIELDS, 'w')} "

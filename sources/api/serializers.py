@@ -292,8 +292,8 @@ def passage_source(passage: Any) -> dict:
 
 def passage_json(passage: Any) -> dict:
     """PassageSerializer's representation of a passage, built directly for the search API's answers
-    (DRF's fields took ~0.15 ms for five passages of a cached search). The schema stays the serializer's;
-    tests/sources/api/test_api_conventions.py checks that both give the same."""
+    (DRF's fields were a visible share of a cached search: docs/BENCHMARKS.md). The schema stays the
+    serializer's; tests/sources/api/test_api_conventions.py checks that both give the same."""
     return {
         "id": str(passage.chunk_id),
         "text": str(passage.text),

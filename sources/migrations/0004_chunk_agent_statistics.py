@@ -5,8 +5,8 @@ class Migration(migrations.Migration):
     """Statistics on the agent a chunk belongs to.
 
     Every widget search filters on metadata -> 'agent_id'. Without statistics PostgreSQL guesses that
-    0.5 % of rows pass and plans the filtered vector search as a sequential scan: 367 ms at 50k chunks,
-    14 ms with these statistics (measured by the scale benchmark). ANALYZE (autovacuum) fills them.
+    0.5 % of rows pass and plans the filtered vector search as a sequential scan, far slower
+    than the index scan it picks with these statistics (docs/BENCHMARKS.md). ANALYZE (autovacuum) fills them.
     """
 
     dependencies = [("sources", "0003_crawl_state")]

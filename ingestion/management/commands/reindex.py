@@ -5,9 +5,9 @@
 
 By default each source is queued on the `index` queue, as the admin's Reindex action does. With
 --rebuild-vector-index (pgvector only) the work runs in this process instead: the HNSW index is dropped,
-every source is re-embedded, and the index is built once at the end. Inserting into the graph is ~80 %
-of a one-document upsert; at a million chunks a reindex that keeps the index takes ~2 h on two cores,
-against ~22 min of bulk writes plus ~6 min to build the index (docs/BENCHMARKS.md). The index is shared
+every source is re-embedded, and the index is built once at the end. Inserting into the graph is most
+of a one-document upsert; at a million chunks bulk writes plus one build of the index take a fraction of a
+reindex that keeps the index (docs/BENCHMARKS.md). The index is shared
 by every workspace, so their vector searches are exact (slower, never wrong) until it is rebuilt.
 """
 
