@@ -151,9 +151,7 @@ def _search(
             workspace_id=workspace_id,
             key=key,
             generation=found.generation,
-            # Each passage's own fields, shallow: the cache pickles them when stored (asdict's deep copy
-            # of every metadata dict was a visible cost per search: docs/BENCHMARKS.md).
-            passages=[dict(vars(p)) for p in passages],
+            passages=[asdict(p) for p in passages],
             stale_chunks=stale_chunks,
         )
         if defer is not None:
