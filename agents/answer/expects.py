@@ -34,9 +34,10 @@ _ASKS = {
     QUANTITY: r"\bhow (?:much|long|often|big|large|small|far|old|fast|high|wide|tall|heavy|deep)\b"
     r"|\bwhat (?:size|length|percentage|amount|limit|duration)\b",
     VERSION: r"\b(?:which|what)\s+(?:\w+\s+)?versions?\b",
-    # The default, named or described: "if I don't change it", "unless told otherwise".
+    # The default, named or described: "if I don't change it", "when I don't choose one", "if I leave the
+    # settings alone", "unless told otherwise".
     DEFAULT: r"\bdefault(?:s|ed)?\b|\bunless (?:\w+ )?(?:told|set|specified|configured) otherwise\b"
-    r"|\bif (?:i|you|we|one) (?:don't|do not|didn't|did not|never) (?:set|change|specify|configure|pass)\b"
+    r"|\b(?:if|when|unless) (?:i|you|we|one) (?:don't|do not|didn't|did not|never|leave)\b"
     r"|\bout of the box\b|\bwithout (?:any |a )?(?:configuration|configuring|config|settings?|options?)\b",
     IDENTIFIER: r"\b(?:which|what)\s+(?:\w+\s+)?(?:functions?|methods?|decorators?|settings?"
     r"|config(?:uration)? keys?|options?|variables?|class(?:es)?|attributes?|parameters?|arguments?|flags?"

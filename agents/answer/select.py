@@ -12,7 +12,9 @@ a unit on its own may not carry its fact, so completion adds the neighbours that
   - the term of a definition list item ("SESSION_COOKIE_NAME" above "The name of the session cookie."),
   - a trailer that states the value ("Default: 'session'", "Defaults to 4093."),
   - the list, code or rows a lead-in announces ("... the following values:"),
-  - the header row of a table row, and the sentence a "This"/"It" sentence refers to.
+  - the header row of a table row, and the sentence a "This"/"It" sentence refers to,
+  - the description after a label (a setting's or option's name on its own line),
+  - and the sentence after a chosen one in its paragraph, which often says what the first one introduced.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ _POINTS_BACK = re.compile(r"\b(?:above|previous example|this (?:code|example|sni
 _SENTENCE_END = re.compile(r"[.!?…:][\"'\u2019\u201d)\]]*$")
 LEAD_IN_UNITS = 8
 FAQ_ANSWER_CHARS = 500
+LABEL_WORDS = 6  # a unit this short without a sentence's end names a thing rather than says something
+DESCRIPTION_CHARS = 300
 LEAD_IN_CHARS = 600
 
 
@@ -135,9 +139,9 @@ def choose(question: str, numbered: list[NumberedPassage]) -> list[Selection]:
     picked: dict[int, set[int]] = {}
     for i in chosen:
         candidate = candidates[i]
-        picked.setdefault(candidate.number, set()).update(
-            complete(units_by_number[candidate.number], candidate.index)
-        )
+        units = units_by_number[candidate.number]
+        indexes = complete(units, candidate.index)
+        picked.setdefault(candidate.number, set()).update([*indexes, *_next_sentence(units, max(indexes))])
     selections = []
     for item in passages:  # best passage first; within one, page order
         if item.number in picked:
@@ -236,7 +240,48 @@ def complete(units: list[Unit], index: int) -> list[int]:
         chosen.append(trailer)
     if unit.heading.rstrip().endswith("?"):
         chosen.extend(_faq_answer(units, index))
+    if _is_label(unit):
+        chosen.extend(_described(units, index))
     return sorted(set(chosen))
+
+
+def _is_label(unit: Unit) -> bool:
+    """A name or title on its own ("autodoc_member_order", "sphinx-apidoc", "--tocfile"): it names what the
+    question is about, and what it says about it follows."""
+    text = unit.text.strip()
+    return unit.kind in (PROSE, ITEM) and len(text.split()) <= LABEL_WORDS and not _SENTENCE_END.search(text)
+
+
+def _described(units: list[Unit], index: int) -> list[int]:
+    """The units after a label, in its section and before the next label, until a sentence ends past half
+    of DESCRIPTION_CHARS."""
+    taken: list[int] = []
+    used = 0
+    for later in range(index + 1, len(units)):
+        candidate = units[later]
+        if candidate.kind == HEADING or candidate.heading != units[index].heading or _is_label(candidate):
+            break  # the section ends, or the next name starts its own description
+        if taken and used + len(candidate.text) > DESCRIPTION_CHARS:
+            break
+        taken.append(later)
+        used += len(candidate.text)
+        if used >= DESCRIPTION_CHARS // 2 and _SENTENCE_END.search(candidate.text):
+            break
+    return taken
+
+
+def _next_sentence(units: list[Unit], index: int) -> list[int]:
+    """The sentence after a chosen fact, in its paragraph: a sentence that matches the question often
+    names the topic, and the one after it says the thing asked ("... may be set to change the largest
+    request. The default is 10 megabytes.")."""
+    following = index + 1
+    if (
+        following < len(units)
+        and units[following].kind == PROSE
+        and units[following].block == units[index].block
+    ):
+        return [following]
+    return []
 
 
 def _faq_answer(units: list[Unit], index: int) -> list[int]:

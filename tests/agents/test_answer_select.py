@@ -93,6 +93,32 @@ def test_a_sentence_is_finished_by_the_one_that_carries_on_from_it():
     ]
 
 
+def test_a_label_brings_the_description_that_follows_it():
+    # An option's or setting's name on a line of its own names the topic; what it says follows.
+    units = segment(
+        "## Options\n--tocfile\nFilename for a table of contents file. Defaults to modules.\n"
+        "--no-toc\nDo not create a table of contents file.\n## Environment\nNothing here."
+    )
+    (label,) = indexes_of(units, "--tocfile")
+    assert texts_of(units, complete(units, label)) == [
+        "--tocfile",
+        "Filename for a table of contents file.",
+        "Defaults to modules.",
+    ]  # the next option's name starts its own description
+    (sentence,) = indexes_of(units, "Filename for")
+    assert complete(units, sentence) == [sentence, sentence + 1]  # its trailer; a sentence is no label
+
+
+def test_the_answer_says_the_sentence_after_a_chosen_one_in_its_paragraph():
+    text = (
+        "## Limits\nThe REQUEST_BUFFER variable sets the largest ref negotiation request the backend "
+        "accepts. The default is 10 megabytes.\n\nA different paragraph about logging output."
+    )
+    answer = extractive_answer("How large a ref negotiation request does the backend accept?", numbered(text))
+    assert "The default is 10 megabytes." in answer.text
+    assert "logging" not in answer.text
+
+
 def test_an_faq_entry_is_answered_whole_when_it_is_short():
     units = segment(
         "## Python 2 Support?\nNo! As of Requests 2.28.0, Requests no longer supports Python 2.7. Users "
@@ -177,6 +203,8 @@ def test_passages_far_below_the_best_one_are_not_used():
         ("Which Python versions are supported?", {VERSION}),
         ("What is the cookie called if I don't change it?", {DEFAULT}),
         ("Which extensions are turned on without any configuration?", {DEFAULT}),
+        ("What name does the tool give the file when I don't choose one?", {DEFAULT}),
+        ("What paper size does the PDF use if I leave the settings alone?", {DEFAULT}),
         ("How long does a permanent session last by default?", {QUANTITY, DEFAULT}),
         ("What is the default value of the ENV setting?", {DEFAULT}),
         ("Which decorator registers a view function?", {IDENTIFIER}),
