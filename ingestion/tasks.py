@@ -135,6 +135,8 @@ def crawl_page(
         finally:
             if slot.lease:
                 hosts.release(document.url, slot.lease)
+        # Links the page added to its source join the backlog behind the pages already listed.
+        lifecycle.queue_page_jobs(workspace_id=workspace_id, document_ids=list(outcome.follow))
         following = {"workspace_id": workspace_id, "document_id": document_id}
         # Every countdown stays inside the broker's visibility timeout (see pages.max_countdown).
         if outcome.retry_in is not None:

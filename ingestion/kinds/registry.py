@@ -23,6 +23,7 @@ KINDS: dict[str, str] = {
     "text": "ingestion.kinds.text.TextKind",
     "url": "ingestion.kinds.url.UrlKind",
     "sitemap": "ingestion.kinds.sitemap.SitemapKind",
+    "site": "ingestion.kinds.site.SiteKind",
     "feed": "ingestion.kinds.feed.FeedKind",
     "auto": "ingestion.kinds.auto.AutoKind",
     "upload": "ingestion.kinds.upload.UploadKind",

@@ -11,7 +11,7 @@ from ingestion.kinds import registry
 from ingestion.kinds.config import KindError
 
 ROOT = Path(__file__).resolve().parents[3]
-KIND_NAMES = "|".join(["text", "url", "sitemap", "feed", "auto", "upload", "notion", "gdoc", "push"])
+KIND_NAMES = "|".join(["text", "url", "sitemap", "site", "feed", "auto", "upload", "notion", "gdoc", "push"])
 # A kind's name compared, listed or filtered on: `kind == "url"`, `kind in (...)`, `kind__in=`,
 # `kind="upload"` in a query, `kind() === "text"` in a script, `{% if row.kind == "upload" %}` in a template.
 BRANCHES = [
