@@ -4,6 +4,7 @@ document has all its vectors and can be stored (ingestion/indexing.py stores it)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 from django.conf import settings
@@ -61,7 +62,7 @@ class Waiting:
         """The documents whose every vector was known before any was embedded."""
         for d, missing in enumerate(self._missing):
             if not missing:
-                yield self._group[d], np.stack(self._vectors[d])
+                yield self._group[d], np.stack(cast("list[np.ndarray]", self._vectors[d]))  # none missing
 
     @property
     def part_size(self) -> int:
@@ -102,7 +103,7 @@ class Waiting:
             self._vectors[d][c] = vector
             self._missing[d] -= 1
             if self._missing[d] == 0:
-                yield self._group[d], np.stack(self._vectors[d])
+                yield self._group[d], np.stack(cast("list[np.ndarray]", self._vectors[d]))  # none missing
 
     def unfinished(self) -> list[Prepared]:
         return [item for item, missing in zip(self._group, self._missing, strict=True) if missing]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from datetime import timedelta
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -22,7 +23,7 @@ from ingestion import chunk_settings, freshness, labels
 from ingestion import files as storage
 from ingestion.indexing import batch_budget, delete_source_chunks
 from ingestion.jobs import backlog, lanes
-from ingestion.kinds.config import KindError
+from ingestion.kinds.config import KindConfig, KindError
 from ingestion.kinds.registry import get_kind, validate_config
 from ingestion.kinds.upload import UploadKind, UploadTooLarge, check_upload_size, human_size, upload_filename
 from ingestion.pages import fetch_again, max_countdown
@@ -60,7 +61,7 @@ __all__ = [
 def _agent(agent_id: Any) -> Any:
     """The agent of that id in the current workspace, or None. The model is reached through the source's
     foreign key, so this layer does not import the agents app that sits above it."""
-    agent_model = Source._meta.get_field("agent").related_model
+    agent_model: Any = Source._meta.get_field("agent").related_model  # agents.models.Agent
     return agent_model.objects.filter(id=agent_id).first() if str(agent_id).isdigit() else None
 
 
@@ -115,7 +116,7 @@ def source_create(
             errors["title"] = ["A title is required."]
         elif len(title) > 300:
             errors["title"] = ["A title is at most 300 characters."]
-        chosen = Schedule.OFF
+        chosen: str = Schedule.OFF
         if "kind" not in errors:
             try:
                 chosen = freshness.schedule_for_new(
@@ -125,6 +126,7 @@ def source_create(
                 errors["schedule"] = [str(exc)]
         if errors:
             raise KindError(errors)
+        config = cast(KindConfig, config)  # valid: a kind or config that failed put its error in `errors`
         # What the request brings is what will be stored (a pasted text; an address is a few bytes).
         incoming = len(json.dumps(payload, default=str).encode())
         with transaction.atomic():
@@ -434,7 +436,7 @@ def pump_pages(*, workspace_id: int, source_id: int) -> int:
             if not candidates:
                 break
             now = timezone.now()
-            deadline = now + timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
+            deadline = now + timedelta(seconds=settings.CRAWL_STALLED_AFTER)
             for document_id in candidates:
                 claimed = pages.filter(id=document_id, status=Status.PENDING, due_by__isnull=True).update(
                     due_by=deadline, updated_at=now

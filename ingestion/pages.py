@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -32,7 +33,6 @@ from ingestion.crawl.robots import robots_allows
 from ingestion.crawl.strategies import CrawledPage, fetch_and_extract
 from ingestion.failures import failure_class_of
 from ingestion.files import parse_fetched_file
-from ingestion.kinds.registry import get_kind
 from ingestion.parsers.base import ParseError
 from retrieval.vectors import delete_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
@@ -51,8 +51,6 @@ class PageOutcome:
     index: bool = False
     retry_in: float | None = None
     requeue_in: float | None = None
-    # Documents the page's links added to its source (a site walked by its links), to queue.
-    follow: tuple[int, ...] = ()
 
 
 def keeps_short_pages(document: Document, source: Source) -> bool:
@@ -100,9 +98,7 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
         crawled = _fetch(document, document.source, attempt=attempt, requeues=requeues)
         if isinstance(crawled, PageOutcome):
             return crawled
-        source = document.source
-        follow = get_kind(source.kind).follow_links(source=source, document=document, page=crawled.page)
-        return dataclasses.replace(_keep(document, crawled), follow=tuple(follow))
+        return _keep(document, crawled)
 
 
 def _fetch(document: Document, source: Source, *, attempt: int, requeues: int) -> CrawledPage | PageOutcome:
@@ -227,7 +223,7 @@ def _check_robots(url: str) -> None:
 
 def _note(document: Document, message: str, detail: str, *, status: str, waits_for: float = 0.0) -> None:
     # A page that waits on purpose carries its own deadline: the sweeper leaves it alone until then.
-    due_by = timezone.now() + timezone.timedelta(seconds=waits_for + settings.CRAWL_STALLED_AFTER)
+    due_by = timezone.now() + timedelta(seconds=waits_for + settings.CRAWL_STALLED_AFTER)
     Document.objects.filter(id=document.id).update(
         status=status,
         error=message[:500],
@@ -295,5 +291,5 @@ def page_timed_out(*, document: Document) -> None:
 
 def page_waits(*, document: Document, seconds: float) -> None:
     """The page's host is busy (or asks us to space requests): the page waits without being stalled."""
-    due_by = timezone.now() + timezone.timedelta(seconds=seconds + settings.CRAWL_STALLED_AFTER)
+    due_by = timezone.now() + timedelta(seconds=seconds + settings.CRAWL_STALLED_AFTER)
     Document.objects.filter(id=document.id, status=Status.PENDING).update(due_by=due_by)

@@ -72,8 +72,8 @@ def known_vectors(documents: list[Document], embedder: Embedder) -> dict[int, di
         workspace_id=workspace_id, chunk_ids=[v[0] for v in verified], embedder=embedder
     )
     known: dict[int, dict[str, np.ndarray]] = {}
-    for _, document_id, _, sentences in verified:
-        known.setdefault(document_id, {}).update(sentences)
+    for _, document_id, _, by_sentence in verified:
+        known.setdefault(document_id, {}).update(by_sentence)
     # Then the chunks' own, stored at full precision (sentences are kept as float16), so they win where a
     # chunk's input is also some chunk's sentence.
     for chunk_id, document_id, chunk_input, _ in verified:

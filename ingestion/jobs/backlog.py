@@ -29,7 +29,10 @@ def push(source_id: int, document_ids: list[int]) -> None:
     if not document_ids:
         return
     key = _key(source_id)
-    _redis().pipeline().rpush(key, *document_ids).expire(key, BACKLOG_TTL_S).execute()
+    pipe = _redis().pipeline()
+    pipe.rpush(key, *document_ids)
+    pipe.expire(key, BACKLOG_TTL_S)
+    pipe.execute()
 
 
 def pop(source_id: int, count: int) -> list[int]:

@@ -15,7 +15,7 @@ nothing, and the newer version's own job claims the document at once. See docs/R
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from celery import current_task
 from django.conf import settings
@@ -55,7 +55,7 @@ def hold_seconds() -> int:
 
 
 def _new_hold() -> datetime:
-    return timezone.now() + timezone.timedelta(seconds=hold_seconds())
+    return timezone.now() + timedelta(seconds=hold_seconds())
 
 
 def free() -> Q:
@@ -111,7 +111,8 @@ def claim_ready(
             .order_by("id")
             .values_list("id", "size")[: max_documents * 2]
         )
-        ids, size, more = [], 0, None
+        ids: list[int] = []
+        size, more = 0, None
         for candidate, length in [*own, *waiting]:
             if ids and (size + length > max_chars or len(ids) >= max_documents):
                 more = candidate

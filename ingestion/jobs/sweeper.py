@@ -9,7 +9,7 @@ was dropped), judged after CRAWL_STALLED_AFTER. See docs/RELIABILITY.md.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -59,7 +59,7 @@ def sweep_stalled() -> dict[str, int]:
     and is not stalled; anything else fails with a reason operators see.
     """
     now = timezone.now()
-    cutoff = now - timezone.timedelta(seconds=settings.CRAWL_STALLED_AFTER)
+    cutoff = now - timedelta(seconds=settings.CRAWL_STALLED_AFTER)
     overdue = Q(due_by__isnull=True, updated_at__lt=cutoff) | Q(due_by__lt=now)
     crawled_kinds, resumable = set(fetching_kinds()), set(resumable_kinds())
     stalled = (
@@ -177,7 +177,7 @@ class _Sweep:
                         updated_at=self.now,
                     )
                 )
-            if resumed:
+            if resumed and source is not None:  # resumed: the source was there
                 Document.objects.filter(
                     source_id=source_id, status__in=[Status.PENDING, Status.CRAWLING, Status.INDEXING]
                 ).update(status=Status.PENDING, due_by=None, updated_at=self.now)

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 
 from ingestion.indexing import source_index
 from ingestion.kinds.config import KindConfig, NoConfig
 from sources.models import Document, Source, Status
-
-if TYPE_CHECKING:
-    from ingestion.crawl.base import FetchedPage
 
 
 @dataclass(frozen=True)
@@ -92,11 +89,6 @@ class SourceKind:
         """The addresses of a fetching source's documents (sitemaps, feeds); FetchError when it can't."""
         raise NotImplementedError(f"{self.name} sources are not expanded into pages")
 
-    def follow_links(self, *, source: Source, document: Document, page: FetchedPage) -> list[int]:
-        """The links of a crawled page that this kind adds as documents of the source (a site walked by its
-        links: ingestion/kinds/site.py); returns their ids, for the page job to queue."""
-        return []
-
     def index(self, *, source: Source, inline: bool = False) -> list[int]:
         """What the ingest/reindex task runs for a pending source: index its pending documents. Returns the
         ids of documents left for one job each (a big source), none when `inline` (in-process callers)."""
@@ -127,7 +119,7 @@ class FetchedKind(SourceKind):
     cites_urls = True
     resyncable = True
     ingest_task = "crawl_source"
-    form_fields = ("url", "keep_short_pages")
+    form_fields: ClassVar[tuple[str, ...]] = ("url", "keep_short_pages")  # as declared above: kinds add more
 
     def default_title(self, config: KindConfig) -> str:
         return str(getattr(config, "url", ""))[:300]  # a page is named by its address until crawled

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import cast
 
 from django.conf import settings
 from pydantic import field_validator
@@ -38,24 +39,29 @@ class TextKind(SourceKind):
     add_help = "Paste an answer, a policy, release notes: anything the agent should know word for word."
     form_fields = ("content",)
 
-    def settings_of(self, config: TextConfig) -> dict:
-        return config.chunking()  # the text itself is the document; only how it is cut is kept
+    # The registry validates a kind's config with its config_model, so the KindConfig is a TextConfig.
 
-    def default_title(self, config: TextConfig) -> str:
+    def settings_of(self, config: KindConfig) -> dict:
+        # the text itself is the document; only how it is cut is kept
+        return cast(TextConfig, config).chunking()
+
+    def default_title(self, config: KindConfig) -> str:
         """Pasted text without a title is named by its first non-empty line, as a note app would,
         cut at a word boundary so the sources list stays readable."""
-        first = next((line.strip() for line in config.content.splitlines() if line.strip()), "")
+        content = cast(TextConfig, config).content
+        first = next((line.strip() for line in content.splitlines() if line.strip()), "")
         first = first.lstrip("#").strip()
         if len(first) <= TITLE_FROM_TEXT_CHARS:
             return first
         cut = first[:TITLE_FROM_TEXT_CHARS].rsplit(" ", 1)[0] or first[:TITLE_FROM_TEXT_CHARS]
         return cut.rstrip(" ,.;:") + "\u2026"
 
-    def create(self, *, source: Source, config: TextConfig) -> None:
+    def create(self, *, source: Source, config: KindConfig) -> None:
+        content = cast(TextConfig, config).content
         Document.objects.create(
             source=source,
             title=source.title,
-            text=config.content,
-            content_hash=hashlib.sha256(config.content.encode()).hexdigest(),
+            text=content,
+            content_hash=hashlib.sha256(content.encode()).hexdigest(),
         )
-        Source.objects.filter(id=source.id).update(pages_total=1, state={"chars": len(config.content)})
+        Source.objects.filter(id=source.id).update(pages_total=1, state={"chars": len(content)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -40,7 +40,7 @@ class UrlKind(FetchedKind):
     name = "url"
     label = "Web page"
     config_model = UrlConfig
-    add_label = "Web page"
+    add_label: ClassVar[str | None] = "Web page"  # as SourceKind declares it: AutoKind has none
     add_help = "One page. Grounded fetches it, keeps its main text, and fetches it again when you recrawl."
 
     def expand(self, *, source: Source) -> Expansion:

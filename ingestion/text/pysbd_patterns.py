@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 import sys
 import types
+from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 import pysbd
 
@@ -30,35 +32,39 @@ def compiled(pattern: str | re.Pattern, flags: int = 0) -> re.Pattern:
     return re.compile(pattern, flags)
 
 
-def _sub(pattern, repl, string, count=0, flags=0):
+# re's module functions, with the same parameters (`repl`: a string or a function of the match).
+PatternLike = str | re.Pattern[str]
+
+
+def _sub(pattern: PatternLike, repl: Any, string: str, count: int = 0, flags: int = 0) -> str:
     return compiled(pattern, flags).sub(repl, string, count)
 
 
-def _subn(pattern, repl, string, count=0, flags=0):
+def _subn(pattern: PatternLike, repl: Any, string: str, count: int = 0, flags: int = 0) -> tuple[str, int]:
     return compiled(pattern, flags).subn(repl, string, count)
 
 
-def _split(pattern, string, maxsplit=0, flags=0):
+def _split(pattern: PatternLike, string: str, maxsplit: int = 0, flags: int = 0) -> list[Any]:
     return compiled(pattern, flags).split(string, maxsplit)
 
 
-def _findall(pattern, string, flags=0):
+def _findall(pattern: PatternLike, string: str, flags: int = 0) -> list[Any]:
     return compiled(pattern, flags).findall(string)
 
 
-def _finditer(pattern, string, flags=0):
+def _finditer(pattern: PatternLike, string: str, flags: int = 0) -> Iterator[re.Match[str]]:
     return compiled(pattern, flags).finditer(string)
 
 
-def _search(pattern, string, flags=0):
+def _search(pattern: PatternLike, string: str, flags: int = 0) -> re.Match[str] | None:
     return compiled(pattern, flags).search(string)
 
 
-def _match(pattern, string, flags=0):
+def _match(pattern: PatternLike, string: str, flags: int = 0) -> re.Match[str] | None:
     return compiled(pattern, flags).match(string)
 
 
-def _fullmatch(pattern, string, flags=0):
+def _fullmatch(pattern: PatternLike, string: str, flags: int = 0) -> re.Match[str] | None:
     return compiled(pattern, flags).fullmatch(string)
 
 
@@ -86,7 +92,7 @@ def install() -> None:
     """Point every loaded pysbd module that uses `re` at the stand-in (idempotent)."""
     for name, module in list(sys.modules.items()):
         if (name == "pysbd" or name.startswith("pysbd.")) and getattr(module, "re", None) is re:
-            module.re = RE
+            module.__dict__["re"] = RE  # a module's attributes are its __dict__
 
 
 class Segmenter(pysbd.Segmenter):

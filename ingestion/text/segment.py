@@ -132,7 +132,8 @@ def _lines(text: str) -> list[str]:
     for index, line in enumerate(raw):
         following = next((r for r in raw[index + 1 :] if r.strip()), "")
         head = _LAST_SENTENCE_END.match(line)
-        tail = line[head.end() :].strip() if head else ""
+        head_end = head.end() if head else len(line)  # no sentence end: no tail
+        tail = line[head_end:].strip()
         # "... 3rd party tools. Error Logging Tools" followed by a new paragraph: a glued heading.
         if (
             tail
@@ -141,7 +142,7 @@ def _lines(text: str) -> list[str]:
             and _title_case(tail)
             and following.lstrip()[:1].isupper()
         ):
-            lines.extend([line[: head.end()].rstrip(), tail])
+            lines.extend([line[:head_end].rstrip(), tail])
         else:
             lines.append(line.rstrip())
     return lines

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError(f"{root} is not a folder.")
         # An operator's command: the agent's id says which workspace it writes to. (The agents app sits
         # above ingestion; its model is reached through the source's foreign key.)
-        agent_model = Source._meta.get_field("agent").related_model
+        agent_model: Any = Source._meta.get_field("agent").related_model  # agents.models.Agent
         agent = agent_model.unscoped.select_related("workspace").filter(id=options["agent"]).first()
         if agent is None:
             raise CommandError(f"No agent with id {options['agent']}.")
