@@ -33,6 +33,7 @@ from ingestion.crawl.robots import robots_allows
 from ingestion.crawl.strategies import CrawledPage, fetch_and_extract
 from ingestion.failures import failure_class_of
 from ingestion.files import parse_fetched_file
+from ingestion.kinds.registry import get_kind
 from ingestion.parsers.base import ParseError
 from retrieval.vectors import delete_chunk_vectors
 from sources.models import Chunk, Document, Source, Status
@@ -51,6 +52,8 @@ class PageOutcome:
     index: bool = False
     retry_in: float | None = None
     requeue_in: float | None = None
+    # Documents the page's links added to its source (a site walked by its links), to queue.
+    follow: tuple[int, ...] = ()
 
 
 def keeps_short_pages(document: Document, source: Source) -> bool:
@@ -98,7 +101,9 @@ def document_crawl(*, document: Document, attempt: int, requeues: int) -> PageOu
         crawled = _fetch(document, document.source, attempt=attempt, requeues=requeues)
         if isinstance(crawled, PageOutcome):
             return crawled
-        return _keep(document, crawled)
+        source = document.source
+        follow = get_kind(source.kind).follow_links(source=source, document=document, page=crawled.page)
+        return dataclasses.replace(_keep(document, crawled), follow=tuple(follow))
 
 
 def _fetch(document: Document, source: Source, *, attempt: int, requeues: int) -> CrawledPage | PageOutcome:

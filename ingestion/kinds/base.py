@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
 
 from ingestion.indexing import source_index
 from ingestion.kinds.config import KindConfig, NoConfig
 from sources.models import Document, Source, Status
+
+if TYPE_CHECKING:
+    from ingestion.crawl.base import FetchedPage
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,11 @@ class SourceKind:
     def expand(self, *, source: Source) -> Expansion:
         """The addresses of a fetching source's documents (sitemaps, feeds); FetchError when it can't."""
         raise NotImplementedError(f"{self.name} sources are not expanded into pages")
+
+    def follow_links(self, *, source: Source, document: Document, page: FetchedPage) -> list[int]:
+        """The links of a crawled page that this kind adds as documents of the source (a site walked by its
+        links: ingestion/kinds/site.py); returns their ids, for the page job to queue."""
+        return []
 
     def index(self, *, source: Source, inline: bool = False) -> list[int]:
         """What the ingest/reindex task runs for a pending source: index its pending documents. Returns the

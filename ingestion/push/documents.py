@@ -73,7 +73,7 @@ class Outcome:
 
 def _lock_agent(agent_id: Any) -> Any:
     # The agents app sits above this layer: its model is reached through the source's foreign key.
-    agent_model = Source._meta.get_field("agent").related_model
+    agent_model: Any = Source._meta.get_field("agent").related_model  # agents.models.Agent
     if not str(agent_id).isdigit():
         raise AgentNotFound(agent_id)
     agent = agent_model.objects.select_for_update(no_key=True).filter(id=int(agent_id)).first()
@@ -223,7 +223,7 @@ def pushed_documents(
     """The agent's pushed documents by external id, filtered by metadata with search's semantics (a value
     matches the key's value or one element of its list). Run it inside the workspace's scope."""
     with workspace_scope(workspace.id):
-        agent_model = Source._meta.get_field("agent").related_model
+        agent_model: Any = Source._meta.get_field("agent").related_model  # agents.models.Agent
         if not str(agent_id).isdigit() or not agent_model.objects.filter(id=int(agent_id)).exists():
             raise AgentNotFound(agent_id)
         documents = Document.objects.filter(source__agent_id=int(agent_id), source__kind=PushKind.name)
