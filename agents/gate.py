@@ -19,9 +19,10 @@ REFUSAL_PROMPT = (
 
 
 def is_backed(agent: Agent, searches: list[list[Passage]]) -> bool:
-    if not agent.gate_enabled:
+    min_score = agent.min_score
+    if not agent.gate_enabled or min_score is None:  # gate_enabled: min_score is set
         return True
-    return any(p.score >= agent.min_score for passages in searches for p in passages)
+    return any(p.score >= min_score for passages in searches for p in passages)
 
 
 def refusal(agent: Agent, user_text: str, model: ChatModel | None) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,7 @@ def run_turn(
 
 def _inject_mode(
     turn: TurnContext, model: ChatModel | None, history: list[dict], previous_query: str | None
-) -> Iterator[dict]:
+) -> Generator[dict, None, str]:  # yields the turn's events, returns the answer
     query, condensed = standalone_question(turn.user_text, model, history, previous_query)
     turn.metadata.update(condensed)
     passages = yield from _search(turn, query)
@@ -154,7 +154,7 @@ def _inject_mode(
 
 def _tool_mode(
     turn: TurnContext, model: ChatModel, history: list[dict], previous_query: str | None
-) -> Iterator[dict]:
+) -> Generator[dict, None, str]:  # yields the turn's events, returns the answer
     # The gate may pass on the user's message alone (a follow-up with its topic added); otherwise the
     # model's own searches must back it, and until they do its text is held back.
     if turn.agent.gate_enabled:
@@ -232,7 +232,9 @@ def _call_id(turn: TurnContext, wanted: str) -> str:
     return wanted
 
 
-def _search(turn: TurnContext, query: str, record: bool = True, call_id: str = "") -> Iterator[dict]:
+def _search(
+    turn: TurnContext, query: str, record: bool = True, call_id: str = ""
+) -> Generator[dict, None, list[Passage]]:
     """One knowledge search, recorded in the transcript as a tool call."""
     agent = turn.agent
     # An unreported search takes no id, so the ids a visitor sees give no hint of it.
@@ -294,7 +296,7 @@ def _search(turn: TurnContext, query: str, record: bool = True, call_id: str = "
     return passages
 
 
-def _emit_text(text: str) -> Iterator[dict]:
+def _emit_text(text: str) -> Generator[dict, None, str]:
     # The extractive answer and fixed replies are streamed word by word, like a model's.
     for piece in re.findall(r"\S+\s*", text):
         yield {"type": "text.delta", "delta": piece}

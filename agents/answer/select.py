@@ -395,7 +395,8 @@ def _code_run(units: list[Unit], index: int) -> list[int]:
 
 
 def _within_budget(units: list[Unit], indexes: list[int]) -> list[int]:
-    kept, used = [], 0
+    kept: list[int] = []
+    used = 0
     for i in indexes:
         if kept and used + len(units[i].text) > MAX_ANSWER_CHARS:
             break

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextvars import Token
 from typing import Any
 
 from django.conf import settings
@@ -143,6 +144,7 @@ class AgentPublicView(APIView):
     permission_classes = [AllowAny]
     throttle_classes: list = []  # limited per agent and per address instead (auth.check_rate)
     rate_limited = True
+    _scope_token: Token | None  # the agent's workspace scope, while the view runs
     # config/body_limits.py leaves over-limit bodies to these views (auth.check_size): its own 413 would
     # go out without the CORS headers, and the widget's page could not read it.
     answers_body_limit = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from agents.doctor.agent import (
@@ -90,7 +91,7 @@ def diagnose(
             for agent_check in AGENT_CHECKS:
                 name = agent_check.__name__.removeprefix("check_")
                 checks.append(name)
-                findings += _guarded(name, lambda c=agent_check: c(agent))
+                findings += _guarded(name, partial(agent_check, agent))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     status = findings[0].severity if findings and findings[0].severity != INFO else "ok"
     return {"status": status, "checks": checks, "findings": [f.as_dict() for f in findings]}

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from django.conf import settings
 from django.db import transaction
@@ -104,7 +105,7 @@ def index_site(site: Path, log: Callable[[str], None], pattern: str = "*.html") 
         [evaluation.file_fingerprint(p) for p in pages],
         # The extractor and the chunker decide what is indexed: an earlier version's index is not reused.
         [
-            hashlib.sha256(Path(m.__file__).read_bytes()).hexdigest()
+            hashlib.sha256(Path(cast(str, m.__file__)).read_bytes()).hexdigest()  # modules of files
             for m in (extract_module, main_text_module, chunking_module)
         ],
         settings.CHUNK_TARGET_CHARS,
@@ -142,7 +143,7 @@ def index_site(site: Path, log: Callable[[str], None], pattern: str = "*.html") 
                         text=page.text,
                         language=page.language or "",
                     )
-        pending = list(source.documents.exclude(status=Status.DONE).order_by("id"))
+        pending = list(source.documents.exclude(status=Status.DONE).order_by("id"))  # type: ignore[misc]  # django-stubs cannot type a reverse manager of a from_queryset manager
         for number, document in enumerate(pending, 1):
             document_index(document=document)
             if number % 20 == 0:

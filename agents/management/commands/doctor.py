@@ -6,6 +6,7 @@ Exits 1 when any finding is an error, so a deploy script or a cron job can act o
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--agent", type=int, help="Also check this agent (its id).")
         parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         agent = None
         if options["agent"] is not None:
             # An operator's command: any workspace's agent, by id.

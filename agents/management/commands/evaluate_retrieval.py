@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -59,7 +60,7 @@ class Command(BaseCommand):
             " are comparable only with each other.",
         )
 
-    def handle(self, *args: object, **opts: object) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         store_setting = dict(STORES[opts["store"]])
         if opts["store"] == "qdrant":
             store_setting["OPTIONS"] = {"path": str(opts["qdrant_path"]), "collection": "evaluation"}
@@ -100,7 +101,7 @@ class Command(BaseCommand):
                 return evaluation.documents_by_best_passage(doc_ids[p.document_id] for p in passages)
 
             embedders["default"].embed_query("warm-up")
-            result = evaluation.evaluate(queries, qrels, rank)
+            result: dict[str, Any] = evaluation.evaluate(queries, qrels, rank)
             bm25 = with_workspace_bm25(params, workspace.id)
         result.update(
             documents=len(doc_ids),
@@ -158,7 +159,7 @@ class Command(BaseCommand):
                         ],
                         batch_size=1000,
                     )
-            pending = list(source.documents.exclude(status=Status.DONE).order_by("id"))
+            pending = list(source.documents.exclude(status=Status.DONE).order_by("id"))  # type: ignore[misc]  # django-stubs cannot type a reverse manager of a from_queryset manager
             started = time.monotonic()
             done = 0
             # In groups as an index job takes them (ingestion.indexing.index_ready): one embedding pass
