@@ -4,8 +4,9 @@ their fact, in page order, cited. Runs the configured embedder, as the chat does
 import pytest
 
 from agents.answer import NOTHING_FOUND, extractive_answer
+from agents.answer.complete import complete
 from agents.answer.expects import COUNT, DEFAULT, IDENTIFIER, QUANTITY, TIME, VERSION, expected_kinds, states
-from agents.answer.select import complete, usable_passages
+from agents.answer.select import usable_passages
 from agents.prompts import NumberedPassage
 from ingestion.text.segment import segment
 from retrieval.services import Passage
