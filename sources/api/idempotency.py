@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.http.request import RawPostDataException
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
@@ -24,8 +23,6 @@ from sources.api.throttling import redis_client
 
 HEADER = "Idempotency-Key"
 MAX_KEY_CHARS = 255
-#: Bodies up to this size are part of the fingerprint; larger ones (file uploads) by length and type.
-FINGERPRINT_BODY_BYTES = 1_000_000
 
 
 class IdempotentReplay(Exception):
@@ -43,15 +40,22 @@ class Claim:
 
 
 def _fingerprint(request: Request) -> str:
+    """The request as a retry would repeat it: method, path and the whole body. A multipart upload is
+    parsed as the view will parse it (its files land in temporary files, not in memory), and its fields
+    and its files' contents stand in for the body."""
     digest = hashlib.sha256(f"{request.method} {request.path}\n".encode())
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
-    body = b""
-    if length <= FINGERPRINT_BODY_BYTES:
-        try:
-            body = request._request.body
-        except RawPostDataException:  # read as a form already (multipart): length and type stand in
-            body = b""
-    digest.update(body or f"{length}:{request.content_type}".encode())
+    if not request.content_type.startswith("multipart/"):
+        digest.update(request._request.body)
+        return digest.hexdigest()
+    request.data  # noqa: B018  (parsed once; the view reuses it)
+    for name, values in sorted(request._request.POST.lists()):
+        digest.update(json.dumps([name, values]).encode())
+    for name, uploads in sorted(request._request.FILES.lists()):
+        for upload in uploads:
+            digest.update(f"{name}:{upload.name}:{upload.size}\n".encode())
+            for chunk in upload.chunks():
+                digest.update(chunk)
+            upload.seek(0)  # the view reads it next
     return digest.hexdigest()
 
 

@@ -226,7 +226,7 @@ def test_a_retried_post_with_the_same_key_answers_the_first_result(api, agent):
     first = api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
     again = api.post("/api/v1/sources", _text(agent), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
     assert first.status_code == again.status_code == 201
-    assert again.json()["id"] == first.json()["id"] and again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
     with workspace_scope(agent.workspace_id):
         assert Source.objects.count() == 1
     other_body = api.post(
@@ -237,6 +237,44 @@ def test_a_retried_post_with_the_same_key_answers_the_first_result(api, agent):
         "/api/v1/sources", _text(agent, title="Other"), format="json", HTTP_IDEMPOTENCY_KEY="k-2"
     )
     assert fresh.status_code == 201 and fresh.json()["id"] != first.json()["id"]
+
+
+def test_the_same_key_with_another_body_of_the_same_length_is_refused_whatever_its_size(api, agent):
+    # Bodies over 1 MB were told apart by their length and type only, so another body of the same length
+    # was answered with the first one's result as if it were a retry.
+    for size, key in ((30, "small"), (999_990, "large")):  # the large body is just over 1 MB
+        first = api.post(
+            "/api/v1/sources", _text(agent, content="a" * size), format="json", HTTP_IDEMPOTENCY_KEY=key
+        )
+        assert first.status_code == 201, first.content[:300]
+        other = api.post(
+            "/api/v1/sources", _text(agent, content="b" * size), format="json", HTTP_IDEMPOTENCY_KEY=key
+        )
+        _error(other, 422, "idempotency_key_reused")
+        again = api.post(
+            "/api/v1/sources", _text(agent, content="a" * size), format="json", HTTP_IDEMPOTENCY_KEY=key
+        )
+        assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+
+
+def test_an_upload_retried_with_its_key_is_told_apart_from_another_file_of_the_same_size(api, agent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    def upload(content: bytes):
+        file = SimpleUploadedFile("notes.txt", content, content_type="text/plain")
+        return api.post(
+            "/api/v1/sources",
+            {"agent": agent.id, "file": file},
+            format="multipart",
+            HTTP_IDEMPOTENCY_KEY="u-1",
+        )
+
+    first = upload(b"Opening hours: 9 to 5." * 40_000)  # 880 kB: a file, in a body over 1 MB once encoded
+    assert first.status_code == 201, first.content[:300]
+    _error(upload(b"Closing hours: 9 to 5." * 40_000), 422, "idempotency_key_reused")
+    again = upload(b"Opening hours: 9 to 5." * 40_000)
+    assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
 
 
 def test_an_idempotency_key_too_long_is_a_field_error_naming_the_header(api, outsider_api, agent):
