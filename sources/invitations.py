@@ -78,7 +78,6 @@ def invite(*, actor: Membership, email: str, role: str, base_url: str) -> Invita
         quotas.hold_workspace(actor.workspace_id)
         others = _pending(Invitation.objects.exclude(email=email)).count()
         quotas.check_members(actor.workspace, adding=1 + others)
-        _pending(Invitation.objects.filter(email=email)).update(revoked_at=now)
         invitation = Invitation.objects.create(
             email=email,
             role=role,
@@ -86,27 +85,29 @@ def invite(*, actor: Membership, email: str, role: str, base_url: str) -> Invita
             invited_by=actor.user,
             expires_at=now + timedelta(days=settings.INVITATION_EXPIRY_DAYS),
         )
-        link = base_url.rstrip("/") + reverse("invitation", kwargs={"token": token})
-        context = {
-            "workspace": actor.workspace,
-            "inviter": actor.user,
-            "invitation": invitation,
-            "link": link,
-        }
-        # Sent inside the transaction: if the mail server refuses, no invitation is left that nobody got.
-        try:
-            send_mail(
-                subject=f"{settings.ACCOUNT_EMAIL_SUBJECT_PREFIX}Join {actor.workspace.name} on Grounded",
-                message=render_to_string("account/email/invitation.txt", context),
-                from_email=None,
-                recipient_list=[email],
-            )
-        except (smtplib.SMTPException, OSError) as exc:
-            log.warning("invitation_mail_failed", workspace_id=actor.workspace_id, error=repr(exc))
-            raise AccessError(
-                "The invitation could not be mailed, so it was not saved. Try again later; if it keeps "
-                "failing, an operator should check the server's mail settings."
-            ) from exc
+    # Mailed once the seat is taken and the workspace's row is free again: a slow mail server (up to
+    # EMAIL_TIMEOUT) must not hold every other request that takes stock in this workspace. If it refuses,
+    # the invitation nobody got is deleted, and earlier links to the address are revoked only once the
+    # new one was sent.
+    link = base_url.rstrip("/") + reverse("invitation", kwargs={"token": token})
+    context = {"workspace": actor.workspace, "inviter": actor.user, "invitation": invitation, "link": link}
+    try:
+        send_mail(
+            subject=f"{settings.ACCOUNT_EMAIL_SUBJECT_PREFIX}Join {actor.workspace.name} on Grounded",
+            message=render_to_string("account/email/invitation.txt", context),
+            from_email=None,
+            recipient_list=[email],
+        )
+    except (smtplib.SMTPException, OSError) as exc:
+        log.warning("invitation_mail_failed", workspace_id=actor.workspace_id, error=repr(exc))
+        with workspace_scope(actor.workspace_id):
+            Invitation.objects.filter(id=invitation.id).delete()
+        raise AccessError(
+            "The invitation could not be mailed, so it was not saved. Try again later; if it keeps "
+            "failing, an operator should check the server's mail settings."
+        ) from exc
+    with workspace_scope(actor.workspace_id):
+        _pending(Invitation.objects.filter(email=email).exclude(id=invitation.id)).update(revoked_at=now)
     return invitation
 
 

@@ -170,6 +170,44 @@ def test_a_mail_server_that_refuses_leaves_no_invitation(owner_client, settings)
     assert not Invitation.unscoped.exists()
 
 
+class LockProbingBackend:
+    """A mail backend that, while "sending", asks from another connection whether the workspace's row is
+    free: another request taking stock in the workspace must not wait for the mail server."""
+
+    workspace_id = 0
+    row_was_free: list[bool] = []
+
+    def __init__(self, **_kwargs) -> None:
+        pass
+
+    def send_messages(self, messages) -> int:
+        import psycopg
+        from django.db import connection
+
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        with psycopg.connect(**params) as other:
+            other.execute("SET lock_timeout = '1s'")
+            try:
+                other.execute(
+                    "SELECT id FROM sources_workspace WHERE id = %s FOR NO KEY UPDATE", [self.workspace_id]
+                )
+                LockProbingBackend.row_was_free.append(True)
+            except psycopg.errors.LockNotAvailable:
+                LockProbingBackend.row_was_free.append(False)
+        return len(messages)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_invitation_is_mailed_after_the_workspace_is_free_again(owner_client, workspace, settings):
+    settings.EMAIL_BACKEND = f"{__name__}.LockProbingBackend"
+    LockProbingBackend.workspace_id, LockProbingBackend.row_was_free = workspace.id, []
+    owner_client.post("/app/workspace/invitations/new", {"email": "nina@acme.example", "role": "member"})
+    assert LockProbingBackend.row_was_free == [True]
+    with workspace_scope(workspace.id):
+        assert Invitation.objects.filter(email="nina@acme.example", revoked_at__isnull=True).count() == 1
+
+
 def test_an_outsider_gets_404_on_every_invitation_endpoint(owner_client, workspace, outsider):
     invite(owner_client, "nina@acme.example")
     invitation = Invitation.unscoped.get(email="nina@acme.example")
