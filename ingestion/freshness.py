@@ -144,11 +144,15 @@ def finish(*, source_id: int, listing_error: str = "") -> bool:
 
 
 def _remove_condemned(source: Source) -> dict[str, list[str]]:
-    """Delete the pages this sync condemned, with their chunks and vector points; their URLs by reason."""
+    """Delete the pages this sync condemned, with their chunks and vector points; their URLs by reason.
+    The pages are locked first, in id order as a source's delete locks them: an index job still storing
+    one is waited for, and what it stored is removed with the rest (read after the lock), rather than
+    failing this commit on the foreign key of passages that arrived under it."""
     condemned = list(
-        Document.objects.filter(source_id=source.id, sync_outcome__in=list(REMOVAL_REASONS)).values_list(
-            "id", "url", "sync_outcome"
-        )
+        Document.objects.select_for_update()
+        .filter(source_id=source.id, sync_outcome__in=list(REMOVAL_REASONS))
+        .order_by("id")
+        .values_list("id", "url", "sync_outcome")
     )
     if not condemned:
         return {}

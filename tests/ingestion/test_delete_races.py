@@ -180,3 +180,50 @@ def test_deletes_racing_the_index_worker_never_fail_and_leave_nothing(celery_wor
     assert answers == [204] * 20
     nothing = {"sources": 0, "documents": 0, "chunks": 0, "audit_store": 0}
     wait_for(lambda: left_behind(workspace) == nothing, timeout=60)
+
+
+def test_a_sync_removing_a_condemned_page_waits_for_a_job_storing_it_then_removes_what_it_stored(
+    workspace, agent
+):
+    """The same race at a sync's end (freshness.finish): the pages the sync condemned are locked before
+    their passages are removed, so a job still storing one is waited for and its passages go too, instead
+    of failing the sync's commit on their foreign key."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ingestion import freshness
+
+    source, document, token = held_text_source(workspace, agent)
+    with workspace_scope(workspace.id):
+        Document.objects.filter(id=document.id).update(sync_outcome="removed_gone")
+        Source.objects.filter(id=source.id).update(sync_started_at=timezone.now() - timedelta(minutes=1))
+    storing, release = threading.Event(), threading.Event()
+
+    def job_storing() -> None:
+        with workspace_scope(workspace.id), transaction.atomic():
+            assert claims.still_held(document.id, token)
+            Chunk.objects.create(
+                id="00000000-0000-0000-0000-0000000000c2",
+                workspace_id=workspace.id,
+                document_id=document.id,
+                source_id=source.id,
+                position=0,
+                text="Rule 0: parcels left at depot 0 are kept for 7 days.",
+            )
+            storing.set()
+            release.wait(20)
+
+    def sync_finishing() -> None:
+        with workspace_scope(workspace.id):
+            assert freshness.finish(source_id=source.id)
+
+    job, job_errors = in_thread(job_storing)
+    assert storing.wait(20)
+    finish, finish_errors = in_thread(sync_finishing)
+    time.sleep(1.0)  # the sync's end is now waiting for the job's document
+    release.set()
+    job.join(20)
+    finish.join(20)
+    assert job_errors == [] and finish_errors == []
+    assert left_behind(workspace) == {"sources": 1, "documents": 0, "chunks": 0, "audit_store": 0}
