@@ -193,6 +193,8 @@ class AgentListView(WorkspaceAPIView):
         body = request.data if isinstance(request.data, dict) else {}
         if not str(body.get("name") or "").strip():
             raise ValidationError({"name": ["A name is required."]})
+        if "\x00" in str(body["name"]):  # PostgreSQL text cannot hold NUL: the insert below would fail (500)
+            raise ValidationError({"name": ["Null characters are not allowed."]})
         with transaction.atomic():
             agent = services.agent_create(workspace=self.workspace, name=str(body["name"]))
             agent = _save(agent, dict(body))

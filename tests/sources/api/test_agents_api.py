@@ -33,6 +33,14 @@ def test_an_agent_is_created_with_its_settings_and_listed(api):
     assert api.get("/api/v1/agents", {"q": "garden"}).json()["count"] == 0
 
 
+def test_a_name_with_a_null_character_is_a_field_error_not_a_500(api):
+    # Found by the schema fuzz test: the agent row was inserted before the name was validated.
+    response = api.post("/api/v1/agents", {"name": "Bot\x00"}, format="json")
+    assert response.status_code == 400, response.content
+    assert list(response.json()["error"]["fields"]) == ["name"]
+    assert api.get("/api/v1/agents").json()["count"] == 0
+
+
 def test_every_setting_of_the_settings_page_can_be_changed(api, agent):
     changes = {
         "name": "Renamed",
