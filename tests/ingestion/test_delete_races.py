@@ -56,6 +56,28 @@ def in_thread(target) -> tuple[threading.Thread, list[BaseException]]:
     return thread, errors
 
 
+def storing_job(workspace, source, document, token, chunk_id: str):
+    """What indexing._store_document does in its transaction: the row locked while it carries the token,
+    the passages inserted; held open until `release` is set, after signalling `storing`."""
+    storing, release = threading.Event(), threading.Event()
+
+    def run() -> None:
+        with workspace_scope(workspace.id), transaction.atomic():
+            assert claims.still_held(document.id, token)
+            Chunk.objects.create(
+                id=chunk_id,
+                workspace_id=workspace.id,
+                document_id=document.id,
+                source_id=source.id,
+                position=0,
+                text="Rule 0: parcels left at depot 0 are kept for 7 days.",
+            )
+            storing.set()
+            release.wait(20)
+
+    return run, storing, release
+
+
 def left_behind(workspace) -> dict[str, int]:
     with workspace_scope(workspace.id):
         rows = {
@@ -69,24 +91,9 @@ def left_behind(workspace) -> dict[str, int]:
 
 def test_a_delete_while_a_job_stores_passages_waits_for_it_then_removes_them(workspace, agent):
     source, document, token = held_text_source(workspace, agent)
-    storing, release = threading.Event(), threading.Event()
-
-    def job_storing() -> None:
-        # What indexing._store_document does in its transaction: the row locked while it carries the token,
-        # the passages inserted; held open here until the delete is waiting.
-        with workspace_scope(workspace.id), transaction.atomic():
-            assert claims.still_held(document.id, token)
-            Chunk.objects.create(
-                id="00000000-0000-0000-0000-0000000000c1",
-                workspace_id=workspace.id,
-                document_id=document.id,
-                source_id=source.id,
-                position=0,
-                text="Rule 0: parcels left at depot 0 are kept for 7 days.",
-            )
-            storing.set()
-            release.wait(20)
-
+    job_storing, storing, release = storing_job(
+        workspace, source, document, token, "00000000-0000-0000-0000-0000000000c1"
+    )
     job, job_errors = in_thread(job_storing)
     assert storing.wait(20)
     delete, delete_errors = in_thread(lambda: lifecycle.source_delete(source=source))
@@ -198,21 +205,9 @@ def test_a_sync_removing_a_condemned_page_waits_for_a_job_storing_it_then_remove
     with workspace_scope(workspace.id):
         Document.objects.filter(id=document.id).update(sync_outcome="removed_gone")
         Source.objects.filter(id=source.id).update(sync_started_at=timezone.now() - timedelta(minutes=1))
-    storing, release = threading.Event(), threading.Event()
-
-    def job_storing() -> None:
-        with workspace_scope(workspace.id), transaction.atomic():
-            assert claims.still_held(document.id, token)
-            Chunk.objects.create(
-                id="00000000-0000-0000-0000-0000000000c2",
-                workspace_id=workspace.id,
-                document_id=document.id,
-                source_id=source.id,
-                position=0,
-                text="Rule 0: parcels left at depot 0 are kept for 7 days.",
-            )
-            storing.set()
-            release.wait(20)
+    job_storing, storing, release = storing_job(
+        workspace, source, document, token, "00000000-0000-0000-0000-0000000000c2"
+    )
 
     def sync_finishing() -> None:
         with workspace_scope(workspace.id):
